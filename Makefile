@@ -1,0 +1,55 @@
+# toolhost — the Makefile mirrors CI (.ci/run calls `make test`).
+GO      ?= go
+BIN     := build/toolhost
+PLUGINS := time
+GOFLAGS_TEST ?= -race -count=1
+FUZZTIME ?= 10s
+
+.PHONY: all build plugins run test lint check bench fuzz clean
+
+all: build plugins
+
+build:
+	$(GO) build -trimpath -o $(BIN) ./cmd/toolhost
+
+# One unsigned bundle per sample plugin: build/plugins/<name>.plugin
+plugins: build $(PLUGINS:%=build/plugins/%.plugin)
+
+build/plugins/%.plugin: $(BIN) sample-plugins/%/plugin.json $(wildcard sample-plugins/*/*.go) sample-plugins/go.mod
+	@mkdir -p build/plugins/$*
+	cd sample-plugins/$* && GOOS=wasip1 GOARCH=wasm $(GO) build -trimpath -buildmode=c-shared -o ../../build/plugins/$*/plugin.wasm .
+	cp sample-plugins/$*/plugin.json build/plugins/$*/plugin.json
+	$(BIN) plugin pack build/plugins/$* -o $@
+
+# The main job on the embedded default: a demo curator signs the samples, a
+# demo home trusts the key, installs them and calls a tool.
+run: plugins
+	./scripts/demo.sh
+
+test: plugins
+	$(GO) test $(GOFLAGS_TEST) ./...
+	$(MAKE) fuzz FUZZTIME=5s
+
+lint:
+	$(GO) vet ./...
+	$(GO) run honnef.co/go/tools/cmd/staticcheck@2025.1.1 ./...
+
+check: lint
+	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || (gofmt -l $$(git ls-files '*.go'); echo 'gofmt needed'; exit 1)
+	$(GO) mod tidy && git diff --exit-code go.mod go.sum
+	cd sample-plugins && $(GO) mod tidy && git diff --exit-code go.mod go.sum
+
+bench: plugins
+	$(GO) test -run '^$$' -bench . -benchmem ./...
+
+# Every fuzz target, FUZZTIME each (make fuzz FUZZTIME=10m for long runs).
+fuzz:
+	@for t in $$($(GO) test -list '^Fuzz' ./... | grep -E '^(Fuzz|ok)'); do :; done
+	@set -e; for pkg in $$($(GO) list ./...); do \
+	  for f in $$($(GO) test -list '^Fuzz' $$pkg | grep '^Fuzz'); do \
+	    echo "fuzz $$pkg $$f"; $(GO) test -run '^$$' -fuzz "^$$f$$" -fuzztime $(FUZZTIME) $$pkg >/dev/null; \
+	  done; \
+	done
+
+clean:
+	rm -rf build

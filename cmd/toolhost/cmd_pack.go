@@ -1,0 +1,39 @@
+package main
+
+import (
+	"fmt"
+
+	"github.com/spf13/cobra"
+
+	"github.com/toolhost/toolhost/plugin"
+)
+
+func newPackCmd(g *globalOptions) *cobra.Command {
+	var out string
+	cmd := &cobra.Command{
+		Use:   "pack DIR -o FILE",
+		Short: "Pack a plugin directory (plugin.json + wasm) into one unsigned bundle",
+		Long: `Validate DIR/plugin.json strictly (unknown, duplicate or case-variant keys
+are errors; names, versions and every tool's JSON Schema are checked) and write
+a deterministic bundle holding the manifest and the wasm named by it.`,
+		Example: "  toolhost plugin pack sample-plugins/time -o time.plugin",
+		Args:    cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if out == "" {
+				return usagef("-o FILE is required")
+			}
+			b, err := plugin.PackDir(args[0])
+			if err != nil {
+				return err
+			}
+			if err := writeFileAtomic(out, b.Bytes()); err != nil {
+				return err
+			}
+			m := b.Manifest()
+			fmt.Fprintf(g.stdout, "packed %s %s (%s, wasm %d bytes) -> %s\ndigest: %s\n", m.Name, m.Version, plural(len(m.Tools), "tool"), len(b.Wasm), out, b.Digest())
+			return nil
+		},
+	}
+	cmd.Flags().StringVarP(&out, "output", "o", "", "bundle file to write")
+	return cmd
+}

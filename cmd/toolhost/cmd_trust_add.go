@@ -1,0 +1,54 @@
+package main
+
+import (
+	"fmt"
+	"os"
+
+	"github.com/spf13/cobra"
+
+	"github.com/toolhost/toolhost/curator"
+)
+
+func newTrustAddCmd(g *globalOptions) *cobra.Command {
+	var name string
+	cmd := &cobra.Command{
+		Use:   "add FILE.pub",
+		Short: "Trust a curator's public key",
+		Long: `Add a curator public key (NAME.pub from toolhost curator keygen) to the trust
+store. Plugins signed by it become installable and loadable; a running host
+picks the change up at once.`,
+		Example: "  toolhost trust add alice.pub\n  toolhost trust add alice.pub --name alice@example.com",
+		Args:    cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			data, err := os.ReadFile(args[0])
+			if err != nil {
+				return err
+			}
+			pk, err := curator.ParsePublicKey(data)
+			if err != nil {
+				return fmt.Errorf("%s: %w", args[0], err)
+			}
+			if name != "" {
+				if err := curator.ValidName(name); err != nil {
+					return usageError{err}
+				}
+				pk.Name = name
+			}
+			h, closeHost, err := g.openHost(cmd.Context())
+			if err != nil {
+				return err
+			}
+			defer closeHost()
+			if err := h.AddTrustedKey(pk.Name, pk.Key); err != nil {
+				return err
+			}
+			fmt.Fprintf(g.stdout, "trusted %s (key %s)\n", pk.Name, pk.Key.ID())
+			if _, revoked := h.TrustSet().Revoked[pk.Key.ID()]; revoked {
+				fmt.Fprintln(g.stderr, "warning: this key is revoked and will not count until `toolhost trust unrevoke` is run")
+			}
+			return nil
+		},
+	}
+	cmd.Flags().StringVar(&name, "name", "", "name to show for this curator (default: the name in the file)")
+	return cmd
+}

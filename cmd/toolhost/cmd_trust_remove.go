@@ -1,0 +1,37 @@
+package main
+
+import (
+	"fmt"
+
+	"github.com/spf13/cobra"
+
+	"github.com/toolhost/toolhost/signing"
+)
+
+func newTrustRemoveCmd(g *globalOptions) *cobra.Command {
+	return &cobra.Command{
+		Use:   "remove KEYID",
+		Short: "Stop trusting a curator key",
+		Long: `Remove a key from the trust store. Plugins that needed its signature become
+unavailable at once. To make sure a compromised key never counts again, even
+if someone adds it back, use toolhost trust revoke.`,
+		Example: "  toolhost trust remove 1a2b3c4d5e6f7a8b",
+		Args:    cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			id, err := signing.ParseKeyID(args[0])
+			if err != nil {
+				return usageError{err}
+			}
+			h, closeHost, err := g.openHost(cmd.Context())
+			if err != nil {
+				return err
+			}
+			defer closeHost()
+			if err := h.RemoveTrustedKey(id); err != nil {
+				return err
+			}
+			fmt.Fprintf(g.stdout, "removed key %s from the trust store\n", id)
+			return nil
+		},
+	}
+}

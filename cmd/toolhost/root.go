@@ -1,0 +1,207 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/toolhost/toolhost/curator"
+	"github.com/toolhost/toolhost/host"
+	"github.com/toolhost/toolhost/host/sandbox"
+	"github.com/toolhost/toolhost/plugin"
+	"github.com/toolhost/toolhost/signing"
+	"github.com/toolhost/toolhost/store"
+)
+
+// Exit codes. They are part of the CLI contract (README "Exit codes").
+const (
+	exitOK        = 0
+	exitError     = 1 // anything not listed below
+	exitUsage     = 2 // bad flags or arguments
+	exitRefused   = 3 // verification or trust policy refused a plugin or key
+	exitToolError = 4 // the tool ran (or was asked to run) and failed
+	exitNotFound  = 5 // no such tool, plugin or key
+	exitBusy      = 6 // the store is held by another process
+)
+
+// globalOptions are the flags every command shares, and its I/O.
+type globalOptions struct {
+	home          string
+	allowUnsigned bool
+	stdin         io.Reader
+	stdout        io.Writer
+	stderr        io.Writer
+	logger        *slog.Logger
+}
+
+// usageError marks errors in how a command was invoked.
+type usageError struct{ error }
+
+func usagef(format string, args ...any) error { return usageError{fmt.Errorf(format, args...)} }
+
+func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	g := &globalOptions{stdin: stdin, stdout: stdout, stderr: stderr}
+	root := newRootCmd(g)
+	root.SetArgs(args)
+	root.SetIn(stdin)
+	root.SetOut(stdout)
+	root.SetErr(stderr)
+	err := root.ExecuteContext(ctx)
+	if err == nil {
+		return exitOK
+	}
+	code := exitCode(err)
+	fmt.Fprintf(stderr, "error: %v\n", err)
+	if hint := hintFor(err); hint != "" {
+		fmt.Fprintf(stderr, "hint: %s\n", hint)
+	}
+	return code
+}
+
+func newRootCmd(g *globalOptions) *cobra.Command {
+	root := &cobra.Command{
+		Use:   "toolhost",
+		Short: "A sandboxed, signed plugin host for AI-agent tools",
+		Long: `toolhost runs AI-agent tools shipped as WebAssembly plugins.
+
+Curators review plugins and sign them; the host installs and runs only what
+trusted curators signed, checks every call's arguments against the tool's
+JSON Schema, and runs each call in a sandbox with a memory cap, a deadline
+and nothing the signed manifest did not ask for.
+
+Exit codes: 0 ok, 1 error, 2 usage, 3 refused by verification or trust
+policy, 4 tool call failed, 5 not found, 6 store busy.`,
+		SilenceUsage:  true,
+		SilenceErrors: true,
+		PersistentPreRunE: func(cmd *cobra.Command, _ []string) error {
+			if g.home == "" {
+				g.home = os.Getenv("TOOLHOST_HOME")
+			}
+			if g.home == "" {
+				dir, err := os.UserHomeDir()
+				if err != nil {
+					return fmt.Errorf("cannot find the home directory (%v); pass --home or set TOOLHOST_HOME", err)
+				}
+				g.home = filepath.Join(dir, ".toolhost")
+			}
+			abs, err := filepath.Abs(g.home)
+			if err != nil {
+				return err
+			}
+			g.home = abs
+			g.logger = slog.New(slog.NewTextHandler(g.stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+			return nil
+		},
+	}
+	root.PersistentFlags().StringVar(&g.home, "home", "", "toolhost home: store, trust data, caches, API token (env TOOLHOST_HOME, default ~/.toolhost)")
+	root.PersistentFlags().BoolVar(&g.allowUnsigned, "dev-allow-unsigned", false, "DEVELOPMENT ONLY: load plugins that are unsigned or not signed by trusted curators")
+	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError{err} })
+
+	curatorCmd := &cobra.Command{Use: "curator", Short: "Curator keys, review and signing"}
+	curatorCmd.AddCommand(newKeygenCmd(g), newSignCmd(g))
+	pluginCmd := &cobra.Command{Use: "plugin", Short: "Pack, verify, install and manage plugins"}
+	pluginCmd.AddCommand(newPackCmd(g), newVerifyCmd(g), newInstallCmd(g), newListCmd(g), newInspectCmd(g), newRemoveCmd(g))
+	trustCmd := &cobra.Command{Use: "trust", Short: "Manage which curator keys are trusted"}
+	trustCmd.AddCommand(newTrustAddCmd(g), newTrustListCmd(g), newTrustRemoveCmd(g))
+	root.AddCommand(curatorCmd, pluginCmd, trustCmd, newCallCmd(g))
+	return root
+}
+
+func exitCode(err error) int {
+	var ue usageError
+	var se *sandbox.Error
+	switch {
+	case errors.As(err, &ue):
+		return exitUsage
+	case errors.As(err, &se):
+		switch se.Code {
+		case host.CodeToolNotFound:
+			return exitNotFound
+		case sandbox.CodeUnavailable:
+			return exitRefused
+		}
+		return exitToolError
+	case errors.Is(err, store.ErrLocked):
+		return exitBusy
+	case errors.Is(err, host.ErrNotInstalled), errors.Is(err, store.ErrNotFound):
+		return exitNotFound
+	case errors.Is(err, host.ErrNotAllowed), errors.Is(err, plugin.ErrInvalidBundle),
+		errors.Is(err, plugin.ErrInvalidManifest), errors.Is(err, host.ErrDowngrade),
+		errors.Is(err, host.ErrInvalidModule), errors.Is(err, host.ErrToolConflict),
+		errors.Is(err, curator.ErrMalformedKeyFile), errors.Is(err, signing.ErrMalformedKey),
+		errors.Is(err, curator.ErrWrongPassphrase):
+		return exitRefused
+	}
+	return exitError
+}
+
+func hintFor(err error) string {
+	var ue usageError
+	switch {
+	case errors.As(err, &ue):
+		return "run the command with --help for usage"
+	case errors.Is(err, store.ErrLocked):
+		return "another toolhost process (probably `toolhost serve`) holds the store; stop it, or point --home elsewhere"
+	case errors.Is(err, plugin.ErrInvalidBundle):
+		return "the bundle is damaged or was modified; get a fresh copy from its publisher"
+	}
+	return ""
+}
+
+// openHost opens the store and a host over it. close must be called.
+func (g *globalOptions) openHost(ctx context.Context) (*host.Host, func(), error) {
+	if err := os.MkdirAll(g.home, 0o700); err != nil {
+		return nil, nil, fmt.Errorf("create home %s: %w", g.home, err)
+	}
+	st, err := store.Open(filepath.Join(g.home, "store"), g.logger)
+	if err != nil {
+		return nil, nil, err
+	}
+	engine, err := sandbox.NewInProcess(filepath.Join(g.home, "cache", "wazero"))
+	if err != nil {
+		st.Close()
+		return nil, nil, err
+	}
+	h, err := host.New(host.Options{Store: st, Engine: engine, Logger: g.logger, AllowUnsigned: g.allowUnsigned})
+	if err != nil {
+		engine.Close(ctx)
+		st.Close()
+		return nil, nil, err
+	}
+	return h, func() {
+		h.Close()
+		engine.Close(context.Background())
+		if err := st.Close(); err != nil {
+			g.logger.Error("closing the store", "err", err)
+		}
+	}, nil
+}
+
+func readBundle(path string) (*plugin.Bundle, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	b, err := plugin.Decode(f)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	return b, nil
+}
+
+func plural(n int, word string) string {
+	if n == 1 {
+		return fmt.Sprintf("%d %s", n, word)
+	}
+	return fmt.Sprintf("%d %ss", n, word)
+}
+
+func oneLine(s string) string { return strings.Join(strings.Fields(s), " ") }

@@ -1,0 +1,19 @@
+// Package host is the toolhost runtime: it loads verified plugins from the
+// store, lists their tools, validates every call's arguments and runs the
+// call in a sandbox.
+//
+// Trust model. A plugin is code nobody here wrote. The host loads a plugin
+// only if its exact bytes carry valid signatures from enough trusted,
+// unrevoked curators (checked at install and again at every load, and again
+// whenever the trust store changes); it refuses unsigned or untrusted
+// plugins unless the operator passes an explicit dev flag.
+//
+// What a plugin can do: compute on the arguments JSON it is given and
+// return output, within the memory pages, deadline and output size its
+// signed manifest declares (the host may lower them, never raise them).
+// What it cannot do: see other calls' state (every call gets a fresh
+// instance), read files or reach the network unless its signed manifest
+// grants that path or host, see the environment, or outlive its deadline:
+// on timeout the call ends with a "timeout" error and the instance is
+// discarded.
+package host

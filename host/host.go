@@ -1,0 +1,347 @@
+package host
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sort"
+	"sync"
+	"time"
+
+	"github.com/toolhost/toolhost/curator"
+	"github.com/toolhost/toolhost/host/sandbox"
+	"github.com/toolhost/toolhost/plugin"
+	"github.com/toolhost/toolhost/signing"
+	"github.com/toolhost/toolhost/store"
+)
+
+// Options configure a Host. Store and Engine are required.
+type Options struct {
+	Store  *store.Store
+	Engine sandbox.Engine
+	Logger *slog.Logger
+	// AllowUnsigned loads plugins that fail the trust policy. It exists for
+	// plugin development only and is never on by default.
+	AllowUnsigned bool
+	// Now returns the current time; nil means time.Now.
+	Now func() time.Time
+	// MaxArgumentBytes caps a call's arguments JSON; 0 means 1 MiB.
+	MaxArgumentBytes int
+}
+
+// Host serves the tools of the installed plugins. It is safe for
+// concurrent use.
+type Host struct {
+	opts Options
+	log  *slog.Logger
+
+	mu      sync.RWMutex
+	trust   curator.TrustSet
+	plugins map[string]*loaded // by plugin name
+	tools   map[string]*toolRef
+	// changed is closed and replaced whenever the tool list changes.
+	changed chan struct{}
+}
+
+// toolRef points a tool name at its plugin.
+type toolRef struct {
+	plugin *loaded
+	tool   *plugin.Tool
+	schema *plugin.Schema
+}
+
+// New opens a host over the plugins in the store. Plugins that fail
+// verification are kept out (and quarantined when their bytes are damaged);
+// the rest are served.
+func New(opts Options) (*Host, error) {
+	if opts.Store == nil || opts.Engine == nil {
+		return nil, errors.New("host: Options.Store and Options.Engine are required")
+	}
+	if opts.Now == nil {
+		opts.Now = time.Now
+	}
+	if opts.MaxArgumentBytes <= 0 {
+		opts.MaxArgumentBytes = 1 << 20
+	}
+	log := opts.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	h := &Host{opts: opts, log: log, plugins: map[string]*loaded{}, tools: map[string]*toolRef{}, changed: make(chan struct{})}
+	if err := h.Reload(); err != nil {
+		return nil, err
+	}
+	return h, nil
+}
+
+// Reload re-reads the trust store and every installed plugin, verifying
+// each again. Compiled modules of unchanged plugins are kept.
+func (h *Host) Reload() error {
+	ts, err := h.opts.Store.TrustSet()
+	if err != nil {
+		return fmt.Errorf("host: read trust store: %w", err)
+	}
+	recs, err := h.opts.Store.Plugins()
+	if err != nil {
+		return fmt.Errorf("host: read plugins: %w", err)
+	}
+	quarantined, err := h.opts.Store.Quarantined()
+	if err != nil {
+		return fmt.Errorf("host: read quarantine: %w", err)
+	}
+	next := map[string]*loaded{}
+	h.mu.RLock()
+	prev := h.plugins
+	h.mu.RUnlock()
+	for _, rec := range recs {
+		if old, ok := prev[rec.Name]; ok && old.digest == rec.Digest && old.integrityErr == nil {
+			old.evaluate(ts, h.opts.AllowUnsigned, h.opts.Now())
+			next[rec.Name] = old
+			continue
+		}
+		l := h.loadRecord(rec, ts)
+		if l.integrityErr != nil {
+			if _, already := quarantined[rec.Name]; !already {
+				h.log.Error("plugin quarantined: its stored bytes do not verify", "plugin", rec.Name, "err", l.integrityErr)
+				if err := h.opts.Store.Quarantine(rec.Name, l.integrityErr.Error()); err != nil {
+					h.log.Error("cannot record quarantine", "plugin", rec.Name, "err", err)
+				}
+			}
+		} else if !l.decision.Allowed() && !h.opts.AllowUnsigned {
+			h.log.Warn("plugin unavailable", "plugin", rec.Name, "reason", l.decision.Err)
+		}
+		next[rec.Name] = l
+	}
+	h.swap(ts, next)
+	return nil
+}
+
+func (h *Host) swap(ts curator.TrustSet, next map[string]*loaded) {
+	tools := map[string]*toolRef{}
+	names := make([]string, 0, len(next))
+	for name := range next {
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	for _, name := range names {
+		l := next[name]
+		if l.manifest == nil {
+			continue
+		}
+		for i := range l.manifest.Tools {
+			t := &l.manifest.Tools[i]
+			if other, dup := tools[t.Name]; dup {
+				h.log.Error("tool name conflict: keeping the first plugin's tool", "tool", t.Name, "kept", other.plugin.name, "skipped", name)
+				continue
+			}
+			tools[t.Name] = &toolRef{plugin: l, tool: t, schema: l.schemas[i]}
+		}
+	}
+	h.mu.Lock()
+	old := h.plugins
+	h.trust, h.plugins, h.tools = ts, next, tools
+	close(h.changed)
+	h.changed = make(chan struct{})
+	h.mu.Unlock()
+	for name, l := range old {
+		if next[name] != l {
+			l.unload()
+		}
+	}
+}
+
+// Changed returns a channel that is closed the next time the set of tools
+// or their availability changes.
+func (h *Host) Changed() <-chan struct{} {
+	h.mu.RLock()
+	defer h.mu.RUnlock()
+	return h.changed
+}
+
+// Close unloads every plugin. It does not close the store or the engine.
+func (h *Host) Close() {
+	h.mu.Lock()
+	old := h.plugins
+	h.plugins, h.tools = map[string]*loaded{}, map[string]*toolRef{}
+	h.mu.Unlock()
+	for _, l := range old {
+		l.unload()
+	}
+}
+
+// ToolInfo describes one tool for listing.
+type ToolInfo struct {
+	Name        string          `json:"name"`
+	Description string          `json:"description"`
+	Parameters  json.RawMessage `json:"parameters"`
+	Plugin      string          `json:"plugin"`
+	Version     string          `json:"version"`
+}
+
+// Tools lists the tools of every available plugin, sorted by name.
+func (h *Host) Tools() []ToolInfo {
+	h.mu.RLock()
+	defer h.mu.RUnlock()
+	now := h.opts.Now()
+	out := make([]ToolInfo, 0, len(h.tools))
+	for name, ref := range h.tools {
+		if ref.plugin.available(now, h.opts.AllowUnsigned) != nil {
+			continue
+		}
+		out = append(out, ToolInfo{
+			Name: name, Description: ref.tool.Description, Parameters: ref.tool.Parameters,
+			Plugin: ref.plugin.name, Version: ref.plugin.manifest.Version,
+		})
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	return out
+}
+
+// Call validates args against the tool's schema and runs the tool. The
+// result is the tool's output when it is JSON, else the output as a JSON
+// string. Failures are *Error values.
+func (h *Host) Call(ctx context.Context, tool string, args []byte) (json.RawMessage, error) {
+	h.mu.RLock()
+	ref, ok := h.tools[tool]
+	h.mu.RUnlock()
+	if !ok {
+		return nil, sandbox.Errorf(CodeToolNotFound, "no tool named %q is installed; list the available tools first", tool)
+	}
+	if err := ref.plugin.available(h.opts.Now(), h.opts.AllowUnsigned); err != nil {
+		return nil, sandbox.Errorf(CodeUnavailable, "tool %q cannot run: plugin %s: %v", tool, ref.plugin.name, err)
+	}
+	input, err := h.checkArguments(ref, args)
+	if err != nil {
+		return nil, err
+	}
+	mod, err := ref.plugin.module(ctx, h.opts.Engine)
+	if err != nil {
+		return nil, err
+	}
+	out, err := mod.Call(ctx, ref.tool.Export, input)
+	if err != nil {
+		var se *sandbox.Error
+		if !errors.As(err, &se) {
+			err = sandbox.Errorf(sandbox.CodeInternal, "%v", err)
+		}
+		return nil, err
+	}
+	return resultJSON(out), nil
+}
+
+func (h *Host) checkArguments(ref *toolRef, args []byte) ([]byte, error) {
+	args = bytes.TrimSpace(args)
+	if len(args) == 0 {
+		args = []byte("{}")
+	}
+	if len(args) > h.opts.MaxArgumentBytes {
+		return nil, sandbox.Errorf(CodeInvalidArguments, "arguments are %d bytes, the limit is %d", len(args), h.opts.MaxArgumentBytes)
+	}
+	if args[0] != '{' {
+		return nil, sandbox.Errorf(CodeInvalidArguments, "arguments must be a JSON object")
+	}
+	dec := json.NewDecoder(bytes.NewReader(args))
+	dec.UseNumber()
+	var v any
+	if err := dec.Decode(&v); err != nil {
+		return nil, sandbox.Errorf(CodeInvalidArguments, "arguments are not valid JSON: %v", err)
+	}
+	if dec.More() {
+		return nil, sandbox.Errorf(CodeInvalidArguments, "arguments hold more than one JSON value")
+	}
+	if err := checkDepth(v, 0); err != nil {
+		return nil, err
+	}
+	if err := ref.schema.Validate(v); err != nil {
+		return nil, sandbox.Errorf(CodeInvalidArguments, "%v", err)
+	}
+	return args, nil
+}
+
+const maxArgumentDepth = 64
+
+func checkDepth(v any, depth int) error {
+	if depth > maxArgumentDepth {
+		return sandbox.Errorf(CodeInvalidArguments, "arguments are nested deeper than %d levels", maxArgumentDepth)
+	}
+	switch t := v.(type) {
+	case map[string]any:
+		for _, c := range t {
+			if err := checkDepth(c, depth+1); err != nil {
+				return err
+			}
+		}
+	case []any:
+		for _, c := range t {
+			if err := checkDepth(c, depth+1); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+func resultJSON(out []byte) json.RawMessage {
+	if trimmed := bytes.TrimSpace(out); len(trimmed) > 0 && json.Valid(trimmed) {
+		return json.RawMessage(trimmed)
+	}
+	s, _ := json.Marshal(string(out))
+	return s
+}
+
+// PluginInfo describes an installed plugin.
+type PluginInfo struct {
+	Name        string                    `json:"name"`
+	Version     string                    `json:"version"`
+	Description string                    `json:"description"`
+	Digest      signing.Digest            `json:"digest"`
+	Signers     []string                  `json:"signers"`
+	Signatures  []curator.SignatureStatus `json:"-"`
+	Tools       []string                  `json:"tools"`
+	State       string                    `json:"state"` // "verified", "unavailable", "quarantined", "dev-unsigned"
+	Reason      string                    `json:"reason,omitempty"`
+	Limits      plugin.Limits             `json:"limits"`
+	Permissions plugin.Permissions        `json:"permissions"`
+	InstalledAt time.Time                 `json:"installed_at"`
+	Manifest    json.RawMessage           `json:"manifest,omitempty"` // exact signed bytes
+}
+
+// Plugins lists installed plugins, sorted by name, with their verification
+// state.
+func (h *Host) Plugins() []PluginInfo {
+	h.mu.RLock()
+	defer h.mu.RUnlock()
+	now := h.opts.Now()
+	out := make([]PluginInfo, 0, len(h.plugins))
+	for _, l := range h.plugins {
+		out = append(out, l.info(now, h.opts.AllowUnsigned))
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	return out
+}
+
+// Plugin describes one installed plugin.
+func (h *Host) Plugin(name string) (PluginInfo, error) {
+	h.mu.RLock()
+	defer h.mu.RUnlock()
+	l, ok := h.plugins[name]
+	if !ok {
+		return PluginInfo{}, fmt.Errorf("%w: %q (see `toolhost plugin list`)", ErrNotInstalled, name)
+	}
+	return l.info(h.opts.Now(), h.opts.AllowUnsigned), nil
+}
+
+// TrustSet returns the trust state the host is using.
+func (h *Host) TrustSet() curator.TrustSet {
+	h.mu.RLock()
+	defer h.mu.RUnlock()
+	return h.trust
+}
+
+// Evaluate applies the current trust policy to a bundle.
+func (h *Host) Evaluate(b *plugin.Bundle) curator.Decision {
+	return curator.Evaluate(b.Digest(), b.Signatures, h.TrustSet(), h.opts.Now())
+}

@@ -1,0 +1,187 @@
+package host
+
+import (
+	"context"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/toolhost/toolhost/curator"
+	"github.com/toolhost/toolhost/host/sandbox"
+	"github.com/toolhost/toolhost/plugin"
+	"github.com/toolhost/toolhost/signing"
+	"github.com/toolhost/toolhost/store"
+)
+
+// InstallOptions adjust one install.
+type InstallOptions struct {
+	// AllowDowngrade installs a version lower than the highest ever
+	// installed under the same name.
+	AllowDowngrade bool
+}
+
+// InstallReport says what an install did.
+type InstallReport struct {
+	Name     string
+	Version  string
+	Digest   signing.Digest
+	Decision curator.Decision
+	// Previous is the plugin this install replaced, if any.
+	Previous *PluginInfo
+	// Unchanged is true when the exact same plugin was already installed.
+	Unchanged bool
+}
+
+// Install verifies a bundle against the trust policy, checks its version
+// against the rollback high-water mark, checks that its module compiles
+// and exports every tool, and stores it durably. The plugin's tools are
+// callable when Install returns.
+func (h *Host) Install(ctx context.Context, b *plugin.Bundle, opts InstallOptions) (InstallReport, error) {
+	m := b.Manifest()
+	rep := InstallReport{Name: m.Name, Version: m.Version, Digest: b.Digest()}
+	rep.Decision = h.Evaluate(b)
+	if !rep.Decision.Allowed() && !h.opts.AllowUnsigned {
+		return rep, fmt.Errorf("%w: %w", ErrNotAllowed, rep.Decision.Err)
+	}
+	if prev, err := h.Plugin(m.Name); err == nil {
+		rep.Previous = &prev
+		if prev.Digest.Equal(rep.Digest) && prev.State != "quarantined" {
+			rep.Unchanged = true
+			return rep, nil
+		}
+	}
+	if err := h.checkVersion(m, rep.Digest, opts); err != nil {
+		return rep, err
+	}
+	if err := h.checkToolNames(m); err != nil {
+		return rep, err
+	}
+	if err := h.checkModule(ctx, b); err != nil {
+		return rep, err
+	}
+	sum := b.WasmSHA256()
+	rec := store.PluginRecord{
+		Name: m.Name, Version: m.Version, Digest: rep.Digest, Manifest: b.ManifestBytes,
+		WasmSHA256: hex.EncodeToString(sum[:]), Signatures: plugin.EncodeSignaturesJSON(b.Signatures),
+		InstalledAt: h.opts.Now().UTC().Truncate(time.Second),
+	}
+	high := m.Version
+	if hw, ok, err := h.opts.Store.HighWater(m.Name); err != nil {
+		return rep, err
+	} else if ok && higher(hw, m.Version) {
+		high = hw
+	}
+	if err := h.opts.Store.PutPlugin(rec, b.Wasm, high); err != nil {
+		return rep, err
+	}
+	return rep, h.Reload()
+}
+
+func higher(a, b string) bool {
+	va, errA := plugin.ParseVersion(a)
+	vb, errB := plugin.ParseVersion(b)
+	return errA == nil && errB == nil && va.Compare(vb) > 0
+}
+
+func (h *Host) checkVersion(m *plugin.Manifest, digest signing.Digest, opts InstallOptions) error {
+	hw, ok, err := h.opts.Store.HighWater(m.Name)
+	if err != nil || !ok || opts.AllowDowngrade {
+		return err
+	}
+	hv, err := plugin.ParseVersion(hw)
+	if err != nil {
+		return nil // a damaged mark never blocks; the new version replaces it
+	}
+	v, _ := plugin.ParseVersion(m.Version)
+	switch c := v.Compare(hv); {
+	case c < 0:
+		return fmt.Errorf("%w: %s %s is older than %s, the highest version installed before (possibly since removed); pass --allow-downgrade if you really mean to roll back", ErrDowngrade, m.Name, m.Version, hw)
+	case c == 0:
+		if prev, err := h.opts.Store.Plugin(m.Name); err == nil && !prev.Digest.Equal(digest) {
+			return fmt.Errorf("%w: %s %s is already installed with different content; the publisher must bump the version (or pass --allow-downgrade to replace it)", ErrDowngrade, m.Name, m.Version)
+		}
+	}
+	return nil
+}
+
+func (h *Host) checkToolNames(m *plugin.Manifest) error {
+	h.mu.RLock()
+	defer h.mu.RUnlock()
+	for _, t := range m.Tools {
+		for name, ref := range h.tools {
+			if ref.plugin.name != m.Name && strings.EqualFold(name, t.Name) {
+				return fmt.Errorf("%w: tool %q is already provided by plugin %s; remove that plugin first or rename the tool", ErrToolConflict, t.Name, ref.plugin.name)
+			}
+		}
+	}
+	return nil
+}
+
+// checkModule compiles the module once (filling the compilation cache) and
+// makes sure it is acceptable.
+func (h *Host) checkModule(ctx context.Context, b *plugin.Bundle) error {
+	m := b.Manifest()
+	l := &loaded{name: m.Name, digest: b.Digest(), manifest: m, wasm: b.Wasm}
+	mod, err := h.opts.Engine.Compile(ctx, l.spec())
+	if err != nil {
+		var se *sandbox.Error
+		if errors.As(err, &se) {
+			return fmt.Errorf("%w: %s", ErrInvalidModule, se.Message)
+		}
+		return fmt.Errorf("%w: %v", ErrInvalidModule, err)
+	}
+	return mod.Close(ctx)
+}
+
+// Remove uninstalls a plugin. Its rollback high-water mark is kept.
+func (h *Host) Remove(name string) error {
+	if err := h.opts.Store.RemovePlugin(name); err != nil {
+		if errors.Is(err, store.ErrNotFound) {
+			return fmt.Errorf("%w: %q (see `toolhost plugin list`)", ErrNotInstalled, name)
+		}
+		return err
+	}
+	return h.Reload()
+}
+
+// AddTrustedKey trusts a curator key and re-evaluates every plugin.
+func (h *Host) AddTrustedKey(name string, key signing.PublicKey) error {
+	if err := h.opts.Store.AddTrustedKey(curator.TrustedKey{Name: name, Key: key, AddedAt: h.opts.Now()}); err != nil {
+		return err
+	}
+	return h.Reload()
+}
+
+// RemoveTrustedKey stops trusting a key and re-evaluates every plugin.
+func (h *Host) RemoveTrustedKey(id signing.KeyID) error {
+	if err := h.opts.Store.RemoveTrustedKey(id); err != nil {
+		return err
+	}
+	return h.Reload()
+}
+
+// Revoke revokes a key; plugins that relied on it become unavailable now.
+func (h *Host) Revoke(id signing.KeyID) error {
+	if err := h.opts.Store.Revoke(id, h.opts.Now()); err != nil {
+		return err
+	}
+	return h.Reload()
+}
+
+// Unrevoke lifts a revocation.
+func (h *Host) Unrevoke(id signing.KeyID) error {
+	if err := h.opts.Store.Unrevoke(id); err != nil {
+		return err
+	}
+	return h.Reload()
+}
+
+// SetThreshold sets how many distinct trusted curators must have signed.
+func (h *Host) SetThreshold(n int) error {
+	if err := h.opts.Store.SetThreshold(n); err != nil {
+		return err
+	}
+	return h.Reload()
+}

@@ -1,0 +1,206 @@
+package host
+
+import (
+	"context"
+	"crypto/subtle"
+	"encoding/hex"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/toolhost/toolhost/curator"
+	"github.com/toolhost/toolhost/host/sandbox"
+	"github.com/toolhost/toolhost/plugin"
+	"github.com/toolhost/toolhost/signing"
+	"github.com/toolhost/toolhost/store"
+)
+
+// loaded is one installed plugin as the host sees it: verified (or not,
+// with the reason), and compiled on first use.
+type loaded struct {
+	name        string
+	digest      signing.Digest
+	record      store.PluginRecord
+	manifest    *plugin.Manifest
+	schemas     []*plugin.Schema
+	wasm        []byte
+	sigs        []signing.Signature
+	installedAt time.Time
+
+	// integrityErr is set when the stored bytes do not verify: the plugin
+	// is quarantined and never runs.
+	integrityErr error
+
+	mu       sync.Mutex
+	decision curator.Decision
+	// expiries of the signatures that count, for cheap re-checks per call.
+	validUntil time.Time
+	mod        sandbox.Module
+	compileErr error
+}
+
+// loadRecord re-verifies a stored plugin from its exact bytes.
+func (h *Host) loadRecord(rec store.PluginRecord, ts curator.TrustSet) *loaded {
+	l := &loaded{name: rec.Name, digest: rec.Digest, record: rec, installedAt: rec.InstalledAt}
+	l.integrityErr = l.verifyIntegrity(h.opts.Store)
+	if l.integrityErr == nil {
+		l.evaluate(ts, h.opts.AllowUnsigned, h.opts.Now())
+	}
+	return l
+}
+
+func (l *loaded) verifyIntegrity(st *store.Store) error {
+	wasm, err := st.Blob(l.record.WasmSHA256)
+	if err != nil {
+		return err
+	}
+	sigs, err := plugin.DecodeSignaturesJSON(l.record.Signatures)
+	if err != nil {
+		return fmt.Errorf("stored signatures: %w", err)
+	}
+	b, err := plugin.Open(l.record.Manifest, wasm, sigs)
+	if err != nil {
+		return fmt.Errorf("stored manifest: %w", err)
+	}
+	d := b.Digest()
+	if subtle.ConstantTimeCompare(d[:], l.record.Digest[:]) != 1 {
+		return fmt.Errorf("stored digest %s does not match the stored bytes (%s)", l.record.Digest, d)
+	}
+	sum := b.WasmSHA256()
+	if hex.EncodeToString(sum[:]) != l.record.WasmSHA256 {
+		return fmt.Errorf("stored wasm hash mismatch")
+	}
+	m := b.Manifest()
+	schemas := make([]*plugin.Schema, len(m.Tools))
+	for i, t := range m.Tools {
+		if schemas[i], err = plugin.CompileSchema(t.Parameters); err != nil {
+			return fmt.Errorf("tool %s: %w", t.Name, err)
+		}
+	}
+	l.manifest, l.schemas, l.wasm, l.sigs = m, schemas, wasm, sigs
+	return nil
+}
+
+// evaluate applies the trust policy and remembers until when it holds.
+func (l *loaded) evaluate(ts curator.TrustSet, allowUnsigned bool, now time.Time) {
+	if l.integrityErr != nil {
+		return
+	}
+	d := curator.Evaluate(l.digest, l.sigs, ts, now)
+	var until time.Time
+	if d.Allowed() {
+		// The decision holds until enough counting signatures expire.
+		var exp []time.Time
+		for i, s := range d.Signatures {
+			if s.State == curator.StateTrusted && !l.sigs[i].Expires.IsZero() {
+				exp = append(exp, l.sigs[i].Expires)
+			}
+		}
+		counting := len(d.Signers)
+		if counting-len(exp) < d.Threshold && len(exp) > 0 {
+			// Sort ascending; the plugin stays valid until the
+			// (counting-threshold+1)-th earliest expiry passes.
+			for i := range exp {
+				for j := i + 1; j < len(exp); j++ {
+					if exp[j].Before(exp[i]) {
+						exp[i], exp[j] = exp[j], exp[i]
+					}
+				}
+			}
+			until = exp[counting-d.Threshold]
+		}
+	}
+	l.mu.Lock()
+	l.decision, l.validUntil = d, until
+	l.mu.Unlock()
+}
+
+// available returns nil when the plugin may run now.
+func (l *loaded) available(now time.Time, allowUnsigned bool) error {
+	if l.integrityErr != nil {
+		return fmt.Errorf("quarantined: %v; remove it and install it again", l.integrityErr)
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if allowUnsigned {
+		return nil
+	}
+	if l.decision.Err != nil {
+		return l.decision.Err
+	}
+	if !l.validUntil.IsZero() && !now.Before(l.validUntil) {
+		return fmt.Errorf("%w: ask the curator to sign it again", curator.ErrExpired)
+	}
+	return nil
+}
+
+// module compiles the plugin on first use.
+func (l *loaded) module(ctx context.Context, engine sandbox.Engine) (sandbox.Module, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.mod != nil {
+		return l.mod, nil
+	}
+	if l.compileErr != nil {
+		return nil, l.compileErr
+	}
+	mod, err := engine.Compile(ctx, l.spec())
+	if err != nil {
+		if se, ok := err.(*sandbox.Error); ok {
+			l.compileErr = se
+		} else {
+			l.compileErr = sandbox.Errorf(sandbox.CodeInvalidModule, "plugin %s: %v", l.name, err)
+		}
+		return nil, l.compileErr
+	}
+	l.mod = mod
+	return mod, nil
+}
+
+func (l *loaded) spec() sandbox.Spec {
+	exports := make([]string, len(l.manifest.Tools))
+	for i, t := range l.manifest.Tools {
+		exports[i] = t.Export
+	}
+	return sandbox.Spec{
+		Key: l.digest.String(), Name: l.name, Wasm: l.wasm,
+		Limits: l.manifest.Limits.Effective(), Permissions: l.manifest.Permissions, Exports: exports,
+	}
+}
+
+func (l *loaded) unload() {
+	l.mu.Lock()
+	mod := l.mod
+	l.mod = nil
+	l.mu.Unlock()
+	if mod != nil {
+		go mod.Close(context.Background()) // waits for in-flight calls
+	}
+}
+
+func (l *loaded) info(now time.Time, allowUnsigned bool) PluginInfo {
+	pi := PluginInfo{Name: l.name, Digest: l.digest, InstalledAt: l.installedAt, Version: l.record.Version, Manifest: l.record.Manifest}
+	if l.manifest != nil {
+		pi.Description = l.manifest.Description
+		pi.Limits = l.manifest.Limits.Effective()
+		pi.Permissions = l.manifest.Permissions
+		for _, t := range l.manifest.Tools {
+			pi.Tools = append(pi.Tools, t.Name)
+		}
+	}
+	l.mu.Lock()
+	pi.Signers = l.decision.Signers
+	pi.Signatures = l.decision.Signatures
+	l.mu.Unlock()
+	switch err := l.available(now, false); {
+	case l.integrityErr != nil:
+		pi.State, pi.Reason = "quarantined", err.Error()
+	case err == nil:
+		pi.State = "verified"
+	case allowUnsigned:
+		pi.State, pi.Reason = "dev-unsigned", err.Error()
+	default:
+		pi.State, pi.Reason = "unavailable", err.Error()
+	}
+	return pi
+}

@@ -1,0 +1,159 @@
+// Package strictjson decodes untrusted JSON documents without the ambiguities of
+// encoding/json: duplicate keys, keys that differ only in case, unknown keys,
+// invalid UTF-8 and trailing data are all errors, and nesting depth is bounded.
+//
+// A signature covers exact bytes; if two parsers could read those bytes
+// differently, a reviewer could approve one meaning and the host could run
+// another. Decode refuses every document that is not read one way only.
+package strictjson
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+	"unicode/utf8"
+)
+
+// ErrInvalid is wrapped by every error Decode returns for a bad document.
+var ErrInvalid = errors.New("invalid JSON document")
+
+// MaxDepth bounds the nesting of any document Decode accepts.
+const MaxDepth = 64
+
+// Shape describes which object keys are allowed where. It is one of Object,
+// ArrayOf or Any.
+type Shape interface{ shape() }
+
+// Object allows exactly the listed keys (case-sensitive); each maps to the
+// shape of its value.
+type Object map[string]Shape
+
+// ArrayOf is an array whose elements have the shape Elem.
+type ArrayOf struct{ Elem Shape }
+
+// Any is any JSON value; objects inside it may hold any keys, but never the
+// same key twice.
+type Any struct{}
+
+func (Object) shape()  {}
+func (ArrayOf) shape() {}
+func (Any) shape()     {}
+
+// Decode checks data against shape and then unmarshals it into v.
+func Decode(data []byte, shape Shape, v any) error {
+	if err := Check(data, shape); err != nil {
+		return err
+	}
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		return fmt.Errorf("%w: %v", ErrInvalid, err)
+	}
+	return nil
+}
+
+// Check reports whether data is one well-formed JSON value of the given shape.
+func Check(data []byte, shape Shape) error {
+	if !utf8.Valid(data) {
+		return fmt.Errorf("%w: not valid UTF-8", ErrInvalid)
+	}
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.UseNumber()
+	c := checker{dec: dec}
+	if err := c.value(shape, "$", 0); err != nil {
+		return err
+	}
+	if _, err := dec.Token(); err != io.EOF {
+		return fmt.Errorf("%w: unexpected data after the JSON value at byte %d", ErrInvalid, dec.InputOffset())
+	}
+	return nil
+}
+
+type checker struct{ dec *json.Decoder }
+
+func (c *checker) value(shape Shape, path string, depth int) error {
+	if depth > MaxDepth {
+		return fmt.Errorf("%w: nested deeper than %d levels at %s", ErrInvalid, MaxDepth, path)
+	}
+	tok, err := c.dec.Token()
+	if err != nil {
+		if err == io.EOF {
+			return fmt.Errorf("%w: document ends early at %s", ErrInvalid, path)
+		}
+		return fmt.Errorf("%w: %v (at %s)", ErrInvalid, err, path)
+	}
+	switch tok {
+	case json.Delim('{'):
+		return c.object(shape, path, depth)
+	case json.Delim('['):
+		elem := shape
+		if a, ok := shape.(ArrayOf); ok {
+			elem = a.Elem
+		} else if _, ok := shape.(Any); !ok {
+			return fmt.Errorf("%w: %s must not be an array", ErrInvalid, path)
+		}
+		for i := 0; c.dec.More(); i++ {
+			if err := c.value(elem, fmt.Sprintf("%s[%d]", path, i), depth+1); err != nil {
+				return err
+			}
+		}
+		_, err := c.dec.Token() // ']'
+		return wrapSyntax(err, path)
+	default:
+		if _, ok := shape.(Object); ok && tok != nil {
+			return fmt.Errorf("%w: %s must be an object", ErrInvalid, path)
+		}
+		return nil
+	}
+}
+
+func (c *checker) object(shape Shape, path string, depth int) error {
+	fields, exact := shape.(Object)
+	if _, ok := shape.(ArrayOf); ok {
+		return fmt.Errorf("%w: %s must be an array", ErrInvalid, path)
+	}
+	seen := map[string]bool{}
+	for c.dec.More() {
+		tok, err := c.dec.Token()
+		if err != nil {
+			return wrapSyntax(err, path)
+		}
+		key, _ := tok.(string)
+		if seen[key] {
+			return fmt.Errorf("%w: duplicate key %q in %s", ErrInvalid, key, path)
+		}
+		seen[key] = true
+		child := Shape(Any{})
+		if exact {
+			s, ok := fields[key]
+			if !ok {
+				return unknownKey(fields, key, path)
+			}
+			child = s
+		}
+		if err := c.value(child, path+"."+key, depth+1); err != nil {
+			return err
+		}
+	}
+	_, err := c.dec.Token() // '}'
+	return wrapSyntax(err, path)
+}
+
+func unknownKey(fields Object, key, path string) error {
+	for k := range fields {
+		if strings.EqualFold(k, key) {
+			return fmt.Errorf("%w: key %q in %s differs from %q only in case: keys are case-sensitive", ErrInvalid, key, path, k)
+		}
+	}
+	return fmt.Errorf("%w: unknown key %q in %s", ErrInvalid, key, path)
+}
+
+func wrapSyntax(err error, path string) error {
+	if err == nil {
+		return nil
+	}
+	return fmt.Errorf("%w: %v (at %s)", ErrInvalid, err, path)
+}

@@ -1,0 +1,297 @@
+package plugin
+
+import (
+	"archive/tar"
+	"bytes"
+	"crypto/sha256"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/toolhost/toolhost/internal/strictjson"
+	"github.com/toolhost/toolhost/signing"
+)
+
+// ErrInvalidBundle is wrapped by every error about a bundle's bytes.
+var ErrInvalidBundle = errors.New("invalid plugin bundle")
+
+// Size caps, checked before anything is read into memory.
+const (
+	MaxWasmBytes       = 64 << 20
+	MaxSignatureBytes  = 64 << 10
+	MaxSignatures      = 32
+	MaxBundleBytes     = MaxManifestBytes + MaxWasmBytes + MaxSignatureBytes + 16<<10
+	bundleManifestName = "manifest.json"
+	bundleWasmName     = "module.wasm"
+	bundleSigsName     = "signatures.json"
+)
+
+// Bundle is a packed plugin: the exact manifest bytes, the wasm executor and
+// the curator signatures over their digest. A Bundle from Decode has a
+// manifest that parsed and validated; it is not yet trusted.
+type Bundle struct {
+	ManifestBytes []byte
+	Wasm          []byte
+	Signatures    []signing.Signature
+
+	manifest *Manifest
+}
+
+// Manifest returns the parsed manifest.
+func (b *Bundle) Manifest() *Manifest { return b.manifest }
+
+// WasmSHA256 returns the sha256 of the wasm executor.
+func (b *Bundle) WasmSHA256() [32]byte { return sha256.Sum256(b.Wasm) }
+
+// Digest returns the plugin digest that curators sign.
+func (b *Bundle) Digest() signing.Digest { return signing.PluginDigest(b.ManifestBytes, b.WasmSHA256()) }
+
+// NewBundle validates the manifest and makes an unsigned bundle.
+func NewBundle(manifest, wasm []byte) (*Bundle, error) {
+	m, err := ParseManifest(manifest)
+	if err != nil {
+		return nil, err
+	}
+	if len(wasm) > MaxWasmBytes {
+		return nil, fmt.Errorf("%w: wasm is %d bytes, the limit is %d", ErrInvalidBundle, len(wasm), MaxWasmBytes)
+	}
+	return &Bundle{ManifestBytes: manifest, Wasm: wasm, manifest: m}, nil
+}
+
+// PackDir reads DIR/plugin.json and the wasm file it names and returns an
+// unsigned bundle.
+func PackDir(dir string) (*Bundle, error) {
+	manifest, err := readCapped(filepath.Join(dir, "plugin.json"), MaxManifestBytes)
+	if err != nil {
+		return nil, err
+	}
+	m, err := ParseManifest(manifest)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", filepath.Join(dir, "plugin.json"), err)
+	}
+	wasm, err := readCapped(filepath.Join(dir, m.Wasm), MaxWasmBytes)
+	if err != nil {
+		return nil, err
+	}
+	return NewBundle(manifest, wasm)
+}
+
+func readCapped(path string, limit int64) ([]byte, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("plugin: %w", err)
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return nil, fmt.Errorf("plugin: %w", err)
+	}
+	if !fi.Mode().IsRegular() {
+		return nil, fmt.Errorf("plugin: %s is not a regular file", path)
+	}
+	data, err := io.ReadAll(io.LimitReader(f, limit+1))
+	if err != nil {
+		return nil, fmt.Errorf("plugin: read %s: %w", path, err)
+	}
+	if int64(len(data)) > limit {
+		return nil, fmt.Errorf("plugin: %s is larger than the limit of %d bytes", path, limit)
+	}
+	return data, nil
+}
+
+// AddSignature appends s unless a signature by the same key over the same
+// expiry is already present. It reports whether the bundle changed.
+func (b *Bundle) AddSignature(s signing.Signature) (bool, error) {
+	for _, have := range b.Signatures {
+		if have == s {
+			return false, nil
+		}
+	}
+	if len(b.Signatures) >= MaxSignatures {
+		return false, fmt.Errorf("%w: a bundle holds at most %d signatures", ErrInvalidBundle, MaxSignatures)
+	}
+	b.Signatures = append(b.Signatures, s)
+	return true, nil
+}
+
+// Encode writes the bundle in its canonical form: a ustar archive holding
+// manifest.json, module.wasm and signatures.json, in that order, with fixed
+// metadata. The same bundle always encodes to the same bytes.
+func (b *Bundle) Encode(w io.Writer) error {
+	tw := tar.NewWriter(w)
+	for _, e := range []struct {
+		name string
+		data []byte
+	}{
+		{bundleManifestName, b.ManifestBytes},
+		{bundleWasmName, b.Wasm},
+		{bundleSigsName, encodeSignatures(b.Signatures)},
+	} {
+		hdr := &tar.Header{
+			Typeflag: tar.TypeReg, Name: e.name, Mode: 0o644, Size: int64(len(e.data)),
+			ModTime: time.Unix(0, 0), Format: tar.FormatUSTAR,
+		}
+		if err := tw.WriteHeader(hdr); err != nil {
+			return fmt.Errorf("plugin: encode bundle: %w", err)
+		}
+		if _, err := tw.Write(e.data); err != nil {
+			return fmt.Errorf("plugin: encode bundle: %w", err)
+		}
+	}
+	if err := tw.Close(); err != nil {
+		return fmt.Errorf("plugin: encode bundle: %w", err)
+	}
+	return nil
+}
+
+// Bytes returns the canonical encoding.
+func (b *Bundle) Bytes() []byte {
+	var buf bytes.Buffer
+	_ = b.Encode(&buf) // writing to a bytes.Buffer cannot fail
+	return buf.Bytes()
+}
+
+// Decode reads a bundle from r, reading at most MaxBundleBytes. Anything but
+// the canonical encoding of a valid bundle is refused, so no byte of a bundle
+// can change without Decode failing or the digest or a signature changing.
+func Decode(r io.Reader) (*Bundle, error) {
+	data, err := io.ReadAll(io.LimitReader(r, MaxBundleBytes+1))
+	if err != nil {
+		return nil, fmt.Errorf("plugin: read bundle: %w", err)
+	}
+	if len(data) > MaxBundleBytes {
+		return nil, fmt.Errorf("%w: larger than %d bytes", ErrInvalidBundle, MaxBundleBytes)
+	}
+	return DecodeBytes(data)
+}
+
+// DecodeBytes is Decode over a byte slice.
+func DecodeBytes(data []byte) (*Bundle, error) {
+	if len(data) > MaxBundleBytes {
+		return nil, fmt.Errorf("%w: larger than %d bytes", ErrInvalidBundle, MaxBundleBytes)
+	}
+	tr := tar.NewReader(bytes.NewReader(data))
+	var parts [3][]byte
+	for i, want := range []struct {
+		name  string
+		limit int64
+	}{{bundleManifestName, MaxManifestBytes}, {bundleWasmName, MaxWasmBytes}, {bundleSigsName, MaxSignatureBytes}} {
+		hdr, err := tr.Next()
+		if err != nil {
+			return nil, fmt.Errorf("%w: entry %d (%s): %v; is this a file made by `toolhost plugin pack`?", ErrInvalidBundle, i+1, want.name, err)
+		}
+		if hdr.Name != want.name || hdr.Typeflag != tar.TypeReg {
+			return nil, fmt.Errorf("%w: entry %d is %q, want regular file %q", ErrInvalidBundle, i+1, truncate(hdr.Name), want.name)
+		}
+		if hdr.Size < 0 || hdr.Size > want.limit {
+			return nil, fmt.Errorf("%w: %s is %d bytes, the limit is %d", ErrInvalidBundle, want.name, hdr.Size, want.limit)
+		}
+		buf := make([]byte, hdr.Size)
+		if _, err := io.ReadFull(tr, buf); err != nil {
+			return nil, fmt.Errorf("%w: %s: %v", ErrInvalidBundle, want.name, err)
+		}
+		parts[i] = buf
+	}
+	if _, err := tr.Next(); err != io.EOF {
+		return nil, fmt.Errorf("%w: unexpected data after %s", ErrInvalidBundle, bundleSigsName)
+	}
+	sigs, err := decodeSignatures(parts[2])
+	if err != nil {
+		return nil, err
+	}
+	b, err := NewBundle(parts[0], parts[1])
+	if err != nil {
+		return nil, err
+	}
+	b.Signatures = sigs
+	if !bytes.Equal(b.Bytes(), data) {
+		return nil, fmt.Errorf("%w: not in canonical form (a byte was changed, or it was not written by toolhost)", ErrInvalidBundle)
+	}
+	return b, nil
+}
+
+type signatureJSON struct {
+	KeyID     string `json:"key_id"`
+	Expires   string `json:"expires,omitempty"`
+	Signature string `json:"signature"`
+}
+
+type signaturesFile struct {
+	Signatures []signatureJSON `json:"signatures"`
+}
+
+var signaturesShape = strictjson.Object{
+	"signatures": strictjson.ArrayOf{Elem: strictjson.Object{
+		"key_id": strictjson.Any{}, "expires": strictjson.Any{}, "signature": strictjson.Any{},
+	}},
+}
+
+func encodeSignatures(sigs []signing.Signature) []byte {
+	var buf bytes.Buffer
+	buf.WriteString("{\"signatures\": [")
+	for i, s := range sigs {
+		if i > 0 {
+			buf.WriteString(",")
+		}
+		fmt.Fprintf(&buf, "\n  {\"key_id\": %q, ", s.KeyID.String())
+		if !s.Expires.IsZero() {
+			fmt.Fprintf(&buf, "\"expires\": %q, ", s.Expires.UTC().Format(time.RFC3339))
+		}
+		fmt.Fprintf(&buf, "\"signature\": %q}", s.EncodeSig())
+	}
+	if len(sigs) > 0 {
+		buf.WriteString("\n")
+	}
+	buf.WriteString("]}\n")
+	return buf.Bytes()
+}
+
+func decodeSignatures(data []byte) ([]signing.Signature, error) {
+	var f signaturesFile
+	if err := strictjson.Decode(data, signaturesShape, &f); err != nil {
+		return nil, fmt.Errorf("%w: signatures.json: %v", ErrInvalidBundle, err)
+	}
+	if len(f.Signatures) > MaxSignatures {
+		return nil, fmt.Errorf("%w: %d signatures, the limit is %d", ErrInvalidBundle, len(f.Signatures), MaxSignatures)
+	}
+	out := make([]signing.Signature, 0, len(f.Signatures))
+	for i, sj := range f.Signatures {
+		var s signing.Signature
+		var err error
+		if s.KeyID, err = signing.ParseKeyID(sj.KeyID); err != nil {
+			return nil, fmt.Errorf("%w: signature %d: %v", ErrInvalidBundle, i+1, err)
+		}
+		if s.Sig, err = signing.DecodeSig(sj.Signature); err != nil {
+			return nil, fmt.Errorf("%w: signature %d: %v", ErrInvalidBundle, i+1, err)
+		}
+		if sj.Expires != "" {
+			if s.Expires, err = time.Parse(time.RFC3339, sj.Expires); err != nil {
+				return nil, fmt.Errorf("%w: signature %d: expires: %v", ErrInvalidBundle, i+1, err)
+			}
+			s.Expires = s.Expires.UTC()
+		}
+		out = append(out, s)
+	}
+	return out, nil
+}
+
+// EncodeSignaturesJSON and DecodeSignaturesJSON expose the signatures.json
+// form for the store, which keeps signatures next to the exact manifest.
+func EncodeSignaturesJSON(sigs []signing.Signature) []byte { return encodeSignatures(sigs) }
+
+// DecodeSignaturesJSON parses the form EncodeSignaturesJSON writes.
+func DecodeSignaturesJSON(data []byte) ([]signing.Signature, error) { return decodeSignatures(data) }
+
+// Open re-creates a Bundle from parts already held (e.g. by the store),
+// parsing and validating the manifest again.
+func Open(manifest, wasm []byte, sigs []signing.Signature) (*Bundle, error) {
+	b, err := NewBundle(manifest, wasm)
+	if err != nil {
+		return nil, err
+	}
+	b.Signatures = sigs
+	return b, nil
+}

@@ -1,0 +1,246 @@
+package plugin
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"path"
+	"regexp"
+	"strings"
+
+	"github.com/toolhost/toolhost/internal/strictjson"
+)
+
+// ErrInvalidManifest is wrapped by every manifest parsing or validation error.
+var ErrInvalidManifest = errors.New("invalid plugin manifest")
+
+// Ceilings no manifest may exceed, whatever a curator signed. The host may
+// clamp further, never widen.
+const (
+	MaxManifestBytes   = 256 << 10
+	MaxParameterBytes  = 64 << 10
+	MaxTools           = 64
+	MaxMemoryPages     = 4096 // 256 MiB
+	MaxTimeoutMS       = 60_000
+	MaxOutputBytes     = 16 << 20
+	MaxDescriptionLen  = 4096
+	MaxAllowedHosts    = 64
+	MaxAllowedPaths    = 16
+	DefaultMemoryPages = 256 // 16 MiB
+	DefaultTimeoutMS   = 1000
+	DefaultOutputBytes = 1 << 20
+)
+
+// Manifest is the parsed form of plugin.json.
+type Manifest struct {
+	Name        string      `json:"name"`
+	Version     string      `json:"version"`
+	Description string      `json:"description"`
+	Wasm        string      `json:"wasm"`
+	Tools       []Tool      `json:"tools"`
+	Limits      Limits      `json:"limits"`
+	Permissions Permissions `json:"permissions"`
+}
+
+// Tool is one tool definition.
+type Tool struct {
+	Name        string `json:"name"`
+	Description string `json:"description"`
+	// Export is the wasm function that runs the tool; it defaults to Name.
+	Export string `json:"export,omitempty"`
+	// Parameters is the JSON Schema of the arguments, exactly as signed.
+	Parameters json.RawMessage `json:"parameters"`
+}
+
+// Limits bound every call of the plugin's tools. Zero means the default.
+type Limits struct {
+	MemoryPages    uint32 `json:"memory_pages,omitempty"`
+	TimeoutMS      uint32 `json:"timeout_ms,omitempty"`
+	MaxOutputBytes uint32 `json:"max_output_bytes,omitempty"`
+}
+
+// Permissions are the capabilities the plugin asks for. Nothing else is
+// granted.
+type Permissions struct {
+	// AllowedHosts are host names the plugin may fetch from over HTTP(S);
+	// "*.example.com" matches subdomains of example.com.
+	AllowedHosts []string `json:"allowed_hosts,omitempty"`
+	// AllowedPaths maps a host directory to the guest path where it is
+	// visible, read-only.
+	AllowedPaths map[string]string `json:"allowed_paths,omitempty"`
+}
+
+var manifestShape = strictjson.Object{
+	"name":        strictjson.Any{},
+	"version":     strictjson.Any{},
+	"description": strictjson.Any{},
+	"wasm":        strictjson.Any{},
+	"tools": strictjson.ArrayOf{Elem: strictjson.Object{
+		"name":        strictjson.Any{},
+		"description": strictjson.Any{},
+		"export":      strictjson.Any{},
+		"parameters":  strictjson.Any{},
+	}},
+	"limits": strictjson.Object{
+		"memory_pages":     strictjson.Any{},
+		"timeout_ms":       strictjson.Any{},
+		"max_output_bytes": strictjson.Any{},
+	},
+	"permissions": strictjson.Object{
+		"allowed_hosts": strictjson.ArrayOf{Elem: strictjson.Any{}},
+		"allowed_paths": strictjson.Any{},
+	},
+}
+
+// ParseManifest parses and validates the exact bytes of a plugin.json.
+func ParseManifest(data []byte) (*Manifest, error) {
+	if len(data) > MaxManifestBytes {
+		return nil, fmt.Errorf("%w: %d bytes, the limit is %d", ErrInvalidManifest, len(data), MaxManifestBytes)
+	}
+	var m Manifest
+	if err := strictjson.Decode(data, manifestShape, &m); err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrInvalidManifest, err)
+	}
+	if err := m.validate(); err != nil {
+		return nil, err
+	}
+	return &m, nil
+}
+
+var (
+	pluginNameRE = regexp.MustCompile(`^[a-z][a-z0-9_-]{0,63}$`)
+	toolNameRE   = regexp.MustCompile(`^[a-zA-Z][a-zA-Z0-9_-]{0,63}$`)
+	exportRE     = regexp.MustCompile(`^[a-zA-Z_][a-zA-Z0-9_.-]{0,127}$`)
+	wasmFileRE   = regexp.MustCompile(`^[a-zA-Z0-9_][a-zA-Z0-9_.-]{0,127}\.wasm$`)
+	hostRE       = regexp.MustCompile(`^(\*\.)?([a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?\.)*[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$`)
+)
+
+func invalid(format string, args ...any) error {
+	return fmt.Errorf("%w: "+format, append([]any{ErrInvalidManifest}, args...)...)
+}
+
+func (m *Manifest) validate() error {
+	if !pluginNameRE.MatchString(m.Name) {
+		return invalid("name %q must match %s (lowercase letter, then up to 63 of a-z 0-9 _ -)", truncate(m.Name), pluginNameRE)
+	}
+	if _, err := ParseVersion(m.Version); err != nil {
+		return invalid("version: %v", err)
+	}
+	if err := checkText("description", m.Description); err != nil {
+		return err
+	}
+	if !wasmFileRE.MatchString(m.Wasm) {
+		return invalid("wasm %q must be a plain file name ending in .wasm, next to plugin.json", truncate(m.Wasm))
+	}
+	if len(m.Tools) == 0 {
+		return invalid("tools: a plugin must define at least one tool")
+	}
+	if len(m.Tools) > MaxTools {
+		return invalid("tools: %d tools, the limit is %d", len(m.Tools), MaxTools)
+	}
+	seen := map[string]bool{}
+	for i := range m.Tools {
+		t := &m.Tools[i]
+		if !toolNameRE.MatchString(t.Name) {
+			return invalid("tools[%d].name %q must match %s", i, truncate(t.Name), toolNameRE)
+		}
+		if seen[strings.ToLower(t.Name)] {
+			return invalid("tools[%d].name %q is defined twice (tool names are compared case-insensitively)", i, t.Name)
+		}
+		seen[strings.ToLower(t.Name)] = true
+		if err := checkText(fmt.Sprintf("tools[%d].description", i), t.Description); err != nil {
+			return err
+		}
+		if t.Description == "" {
+			return invalid("tools[%d] (%s): description is required: it is what the model reads", i, t.Name)
+		}
+		if t.Export == "" {
+			t.Export = t.Name
+		}
+		if !exportRE.MatchString(t.Export) {
+			return invalid("tools[%d].export %q is not a valid export name", i, truncate(t.Export))
+		}
+		if _, err := CompileSchema(t.Parameters); err != nil {
+			return invalid("tools[%d] (%s).parameters: %v", i, t.Name, err)
+		}
+	}
+	return m.validateLimitsAndPermissions()
+}
+
+func (m *Manifest) validateLimitsAndPermissions() error {
+	l := m.Limits
+	switch {
+	case l.MemoryPages > MaxMemoryPages:
+		return invalid("limits.memory_pages %d is above the ceiling of %d (256 MiB)", l.MemoryPages, MaxMemoryPages)
+	case l.TimeoutMS > MaxTimeoutMS:
+		return invalid("limits.timeout_ms %d is above the ceiling of %d", l.TimeoutMS, MaxTimeoutMS)
+	case l.MaxOutputBytes > MaxOutputBytes:
+		return invalid("limits.max_output_bytes %d is above the ceiling of %d", l.MaxOutputBytes, MaxOutputBytes)
+	}
+	p := m.Permissions
+	if len(p.AllowedHosts) > MaxAllowedHosts {
+		return invalid("permissions.allowed_hosts: %d entries, the limit is %d", len(p.AllowedHosts), MaxAllowedHosts)
+	}
+	for _, h := range p.AllowedHosts {
+		if !hostRE.MatchString(h) {
+			return invalid("permissions.allowed_hosts: %q is not a lowercase host name (optionally \"*.\" + domain); IP addresses and ports are not accepted", truncate(h))
+		}
+	}
+	if len(p.AllowedPaths) > MaxAllowedPaths {
+		return invalid("permissions.allowed_paths: %d entries, the limit is %d", len(p.AllowedPaths), MaxAllowedPaths)
+	}
+	for hostPath, guestPath := range p.AllowedPaths {
+		for _, s := range []string{hostPath, guestPath} {
+			if !path.IsAbs(s) || path.Clean(s) != s || strings.ContainsRune(s, 0) {
+				return invalid("permissions.allowed_paths: %q must be an absolute, clean path (no .., no trailing /)", truncate(s))
+			}
+		}
+		if hostPath == "/" {
+			return invalid("permissions.allowed_paths: granting the whole file system is not allowed")
+		}
+	}
+	return nil
+}
+
+// Effective returns the limits with defaults filled in.
+func (l Limits) Effective() Limits {
+	if l.MemoryPages == 0 {
+		l.MemoryPages = DefaultMemoryPages
+	}
+	if l.TimeoutMS == 0 {
+		l.TimeoutMS = DefaultTimeoutMS
+	}
+	if l.MaxOutputBytes == 0 {
+		l.MaxOutputBytes = DefaultOutputBytes
+	}
+	return l
+}
+
+// Tool returns the tool with the given name.
+func (m *Manifest) Tool(name string) (*Tool, bool) {
+	for i := range m.Tools {
+		if m.Tools[i].Name == name {
+			return &m.Tools[i], true
+		}
+	}
+	return nil, false
+}
+
+func checkText(field, s string) error {
+	if len(s) > MaxDescriptionLen {
+		return invalid("%s is %d bytes, the limit is %d", field, len(s), MaxDescriptionLen)
+	}
+	for _, r := range s {
+		if r < 0x20 && r != '\n' && r != '\t' || r == 0x7f || (r >= 0x202a && r <= 0x202e) || (r >= 0x2066 && r <= 0x2069) {
+			return invalid("%s contains control or bidirectional-override character %U, which can hide text from a reviewer", field, r)
+		}
+	}
+	return nil
+}
+
+func truncate(s string) string {
+	if len(s) > 80 {
+		return s[:80] + "…"
+	}
+	return s
+}

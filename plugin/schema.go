@@ -1,0 +1,134 @@
+package plugin
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/santhosh-tekuri/jsonschema/v6"
+	"github.com/santhosh-tekuri/jsonschema/v6/kind"
+	"golang.org/x/text/language"
+	"golang.org/x/text/message"
+)
+
+// Schema is a compiled tool parameter schema.
+type Schema struct{ s *jsonschema.Schema }
+
+const schemaURL = "toolhost:///parameters.json"
+
+// CompileSchema compiles a tool's parameters. The root must be an object
+// schema ("type": "object"); references may only point inside the document.
+func CompileSchema(raw json.RawMessage) (*Schema, error) {
+	if len(raw) == 0 {
+		return nil, errors.New(`missing: use {"type": "object", "properties": {}} for a tool without arguments`)
+	}
+	if len(raw) > MaxParameterBytes {
+		return nil, fmt.Errorf("%d bytes, the limit is %d", len(raw), MaxParameterBytes)
+	}
+	doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(raw))
+	if err != nil {
+		return nil, fmt.Errorf("not JSON: %v", err)
+	}
+	root, ok := doc.(map[string]any)
+	if !ok || root["type"] != "object" {
+		return nil, errors.New(`the root must be a JSON Schema object with "type": "object"`)
+	}
+	if err := checkRefs(doc); err != nil {
+		return nil, err
+	}
+	c := jsonschema.NewCompiler()
+	c.UseLoader(noRemoteLoader{})
+	c.DefaultDraft(jsonschema.Draft2020)
+	if err := c.AddResource(schemaURL, doc); err != nil {
+		return nil, fmt.Errorf("not a valid schema: %v", err)
+	}
+	s, err := c.Compile(schemaURL)
+	if err != nil {
+		return nil, fmt.Errorf("not a valid schema: %v", err)
+	}
+	return &Schema{s: s}, nil
+}
+
+// checkRefs refuses $ref, $dynamicRef and $schema values that point outside
+// this document, and any $id (which could re-base references).
+func checkRefs(v any) error {
+	switch t := v.(type) {
+	case map[string]any:
+		for k, child := range t {
+			switch k {
+			case "$ref", "$dynamicRef":
+				s, _ := child.(string)
+				if !strings.HasPrefix(s, "#") {
+					return fmt.Errorf("%s %q: only references inside the schema (starting with #) are allowed", k, truncate(s))
+				}
+			case "$id", "id":
+				if _, isString := child.(string); isString && k == "$id" {
+					return errors.New("$id is not allowed in tool parameters")
+				}
+			}
+			if err := checkRefs(child); err != nil {
+				return err
+			}
+		}
+	case []any:
+		for _, child := range t {
+			if err := checkRefs(child); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+type noRemoteLoader struct{}
+
+func (noRemoteLoader) Load(url string) (any, error) {
+	return nil, fmt.Errorf("loading %q refused: schemas may not reference remote documents", url)
+}
+
+// ValidationError says which argument is wrong and why.
+type ValidationError struct {
+	Field  string // JSON pointer of the offending value, "" for the root
+	Reason string
+}
+
+func (e *ValidationError) Error() string {
+	if e.Field == "" {
+		return "arguments: " + e.Reason
+	}
+	return fmt.Sprintf("argument %q: %s", e.Field, e.Reason)
+}
+
+// Validate checks decoded arguments against the schema.
+func (s *Schema) Validate(args any) error {
+	err := s.s.Validate(args)
+	if err == nil {
+		return nil
+	}
+	var ve *jsonschema.ValidationError
+	if !errors.As(err, &ve) {
+		return &ValidationError{Reason: err.Error()}
+	}
+	leaf := deepest(ve)
+	loc := leaf.InstanceLocation
+	if req, ok := leaf.ErrorKind.(*kind.Required); ok && len(req.Missing) > 0 {
+		// Name the missing field itself, not the object that lacks it.
+		loc = append(append([]string(nil), loc...), req.Missing[0])
+	}
+	field := ""
+	if len(loc) > 0 {
+		field = "/" + strings.Join(loc, "/")
+	}
+	return &ValidationError{Field: field, Reason: leaf.ErrorKind.LocalizedString(printer)}
+}
+
+var printer = message.NewPrinter(language.English)
+
+func deepest(ve *jsonschema.ValidationError) *jsonschema.ValidationError {
+	for len(ve.Causes) > 0 {
+		ve = ve.Causes[0]
+	}
+	return ve
+}

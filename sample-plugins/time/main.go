@@ -1,0 +1,183 @@
+// Command time is a toolhost sample plugin: clock and timezone tools.
+//
+// It is built as a WASI reactor (GOOS=wasip1 GOARCH=wasm, -buildmode=c-shared);
+// each tool is a //go:wasmexport function that reads the tool arguments (a JSON
+// object) as its Extism input and writes a JSON object as its Extism output.
+// Errors are reported with pdk.SetError and a non-zero return value.
+//
+// The IANA time zone database is embedded (time/tzdata): the sandbox grants no
+// file system, so the guest cannot read /usr/share/zoneinfo.
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+	_ "time/tzdata"
+
+	"github.com/extism/go-pdk"
+)
+
+// maxZoneLen mirrors maxLength in plugin.json; the host validates arguments
+// first, this is defence in depth.
+const maxZoneLen = 64
+
+// timeResult is the output of both tools.
+type timeResult struct {
+	Timezone     string `json:"timezone"`
+	Datetime     string `json:"datetime"`   // RFC 3339 with the zone's offset
+	UTCOffset    string `json:"utc_offset"` // "+01:00"
+	Abbreviation string `json:"abbreviation"`
+	IsDST        bool   `json:"is_dst"`
+	Weekday      string `json:"weekday"`
+	Unix         int64  `json:"unix"`
+}
+
+type getCurrentTimeArgs struct {
+	Timezone *string `json:"timezone"`
+}
+
+type convertTimeArgs struct {
+	Time       *string `json:"time"`
+	ToTimezone *string `json:"to_timezone"`
+}
+
+//go:wasmexport get_current_time
+func getCurrentTime() int32 {
+	var args getCurrentTimeArgs
+	if err := decodeArgs(pdk.Input(), &args); err != nil {
+		return fail(err)
+	}
+	name := "UTC"
+	if args.Timezone != nil {
+		name = *args.Timezone
+	}
+	loc, err := loadZone(name)
+	if err != nil {
+		return fail(err)
+	}
+	return succeed(describe(time.Now(), loc, name))
+}
+
+//go:wasmexport convert_time
+func convertTime() int32 {
+	var args convertTimeArgs
+	if err := decodeArgs(pdk.Input(), &args); err != nil {
+		return fail(err)
+	}
+	if args.Time == nil {
+		return fail(errors.New(`missing required argument "time": an RFC 3339 timestamp such as 2026-11-21T23:40:00Z`))
+	}
+	if args.ToTimezone == nil {
+		return fail(errors.New(`missing required argument "to_timezone": an IANA name such as Europe/Paris`))
+	}
+	t, err := time.Parse(time.RFC3339, *args.Time)
+	if err != nil {
+		return fail(fmt.Errorf("invalid time %q: use RFC 3339 such as 2026-11-21T23:40:00Z or 2026-11-21T23:40:00+01:00", clip(*args.Time)))
+	}
+	loc, err := loadZone(*args.ToTimezone)
+	if err != nil {
+		return fail(err)
+	}
+	return succeed(describe(t, loc, *args.ToTimezone))
+}
+
+// decodeArgs parses the arguments object strictly. An empty input counts as {}.
+func decodeArgs(in []byte, v any) error {
+	in = bytes.TrimSpace(in)
+	if len(in) == 0 {
+		return nil
+	}
+	dec := json.NewDecoder(bytes.NewReader(in))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		return fmt.Errorf("invalid arguments: %v", err)
+	}
+	if dec.More() {
+		return errors.New("invalid arguments: expected a single JSON object")
+	}
+	return nil
+}
+
+// zoneCache keeps zones parsed from the embedded database for the life of the
+// instance (parsing one costs a few hundred microseconds). It is bounded so a
+// long-lived instance cannot grow it without limit.
+var zoneCache = map[string]*time.Location{}
+
+const maxCachedZones = 32
+
+// loadZone resolves an IANA zone name from the embedded database only.
+func loadZone(name string) (*time.Location, error) {
+	if loc, ok := zoneCache[name]; ok {
+		return loc, nil
+	}
+	// "" and "Local" are accepted by time.LoadLocation but are not IANA names.
+	if name == "" || name == "Local" || len(name) > maxZoneLen {
+		return nil, unknownZone(name)
+	}
+	loc, err := time.LoadLocation(name)
+	if err != nil {
+		return nil, unknownZone(name)
+	}
+	if len(zoneCache) >= maxCachedZones {
+		clear(zoneCache)
+	}
+	zoneCache[name] = loc
+	return loc, nil
+}
+
+func unknownZone(name string) error {
+	return fmt.Errorf("unknown timezone %q: use an IANA name such as Europe/Paris", clip(name))
+}
+
+func describe(t time.Time, loc *time.Location, name string) timeResult {
+	t = t.In(loc).Truncate(time.Second)
+	abbr, offset := t.Zone()
+	return timeResult{
+		Timezone:     name,
+		Datetime:     t.Format(time.RFC3339),
+		UTCOffset:    formatOffset(offset),
+		Abbreviation: abbr,
+		IsDST:        t.IsDST(),
+		Weekday:      t.Weekday().String(),
+		Unix:         t.Unix(),
+	}
+}
+
+func formatOffset(seconds int) string {
+	sign := byte('+')
+	if seconds < 0 {
+		sign = '-'
+		seconds = -seconds
+	}
+	minutes := seconds / 60
+	return fmt.Sprintf("%c%02d:%02d", sign, minutes/60, minutes%60)
+}
+
+// clip keeps echoed user input short in error messages.
+func clip(s string) string {
+	const max = 80
+	if len(s) <= max {
+		return s
+	}
+	return strings.ToValidUTF8(s[:max], "") + "…"
+}
+
+func succeed(r timeResult) int32 {
+	out, err := json.Marshal(r)
+	if err != nil {
+		return fail(err)
+	}
+	pdk.Output(out)
+	return 0
+}
+
+func fail(err error) int32 {
+	pdk.SetError(err)
+	return 1
+}
+
+func main() {}

@@ -1,0 +1,334 @@
+// Package store keeps installed plugins, their wasm blobs, the trust store
+// and the rollback high-water marks in a badger database under the toolhost
+// home.
+//
+// Trust model: the store is not trusted to be intact. It keeps the exact
+// bytes that were signed, and the host re-verifies them (signatures against
+// the current trust set, the blob against its sha256) every time it loads a
+// plugin. Writes are synced before a call returns, so a reported install
+// survives a crash. badger allows one process per directory; Open fails with
+// ErrLocked while another process (such as `toolhost serve`) holds it.
+package store
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"strings"
+	"time"
+
+	badger "github.com/dgraph-io/badger/v4"
+
+	"github.com/toolhost/toolhost/signing"
+)
+
+// Errors.
+var (
+	ErrNotFound = errors.New("store: not found")
+	ErrLocked   = errors.New("store: the store is in use by another toolhost process")
+	ErrCorrupt  = errors.New("store: stored data does not match its hash")
+)
+
+// Store is an open store. It is safe for concurrent use.
+type Store struct {
+	db *badger.DB
+}
+
+// Open opens (creating if needed) the store in dir.
+func Open(dir string, log *slog.Logger) (*Store, error) {
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return nil, fmt.Errorf("store: %w", err)
+	}
+	opts := badger.DefaultOptions(dir).
+		WithSyncWrites(true).
+		WithLogger(badgerLogger{log}).
+		WithNumMemtables(2).
+		WithMemTableSize(8 << 20).
+		WithValueLogFileSize(256 << 20).
+		WithBlockCacheSize(8 << 20).
+		WithIndexCacheSize(4 << 20).
+		WithNumCompactors(2).
+		WithCompactL0OnClose(true)
+	db, err := badger.Open(opts)
+	if err != nil {
+		if strings.Contains(err.Error(), "Cannot acquire directory lock") {
+			return nil, fmt.Errorf("%w (%s); stop it or run this command through it", ErrLocked, dir)
+		}
+		return nil, fmt.Errorf("store: open %s: %w", dir, err)
+	}
+	return &Store{db: db}, nil
+}
+
+// Close flushes and closes the store.
+func (s *Store) Close() error { return s.db.Close() }
+
+// PluginRecord is one installed plugin, as signed.
+type PluginRecord struct {
+	Name        string         `json:"name"`
+	Version     string         `json:"version"`
+	Digest      signing.Digest `json:"digest"`
+	Manifest    []byte         `json:"manifest"`   // exact signed bytes
+	WasmSHA256  string         `json:"wasm_sha256"` // hex
+	Signatures  []byte         `json:"signatures"` // signatures.json as in the bundle
+	InstalledAt time.Time      `json:"installed_at"`
+}
+
+const (
+	pluginPrefix     = "plugin/"
+	blobPrefix       = "blob/"
+	highWaterPrefix  = "hiwater/"
+	quarantinePrefix = "quarantine/"
+)
+
+// PutPlugin stores rec and its wasm in one transaction, replacing any
+// plugin of the same name, and records highWater as the highest version
+// ever installed under that name. It returns once the write is on disk.
+func (s *Store) PutPlugin(rec PluginRecord, wasm []byte, highWater string) error {
+	sum := sha256.Sum256(wasm)
+	if hex.EncodeToString(sum[:]) != rec.WasmSHA256 {
+		return fmt.Errorf("store: wasm does not match the record's sha256")
+	}
+	val, err := json.Marshal(rec)
+	if err != nil {
+		return fmt.Errorf("store: %w", err)
+	}
+	err = s.db.Update(func(txn *badger.Txn) error {
+		blobKey := []byte(blobPrefix + rec.WasmSHA256)
+		if _, err := txn.Get(blobKey); errors.Is(err, badger.ErrKeyNotFound) {
+			if err := txn.Set(blobKey, wasm); err != nil {
+				return err
+			}
+		} else if err != nil {
+			return err
+		}
+		var old PluginRecord
+		if err := getJSON(txn, pluginPrefix+rec.Name, &old); err == nil && old.WasmSHA256 != rec.WasmSHA256 {
+			if err := dropBlobIfUnused(txn, old.WasmSHA256, rec.Name); err != nil {
+				return err
+			}
+		}
+		if err := txn.Set([]byte(pluginPrefix+rec.Name), val); err != nil {
+			return err
+		}
+		if err := txn.Delete([]byte(quarantinePrefix + rec.Name)); err != nil {
+			return err
+		}
+		return txn.Set([]byte(highWaterPrefix+rec.Name), []byte(highWater))
+	})
+	if err != nil {
+		return fmt.Errorf("store: install %s: %w", rec.Name, err)
+	}
+	return s.sync()
+}
+
+func (s *Store) sync() error {
+	if err := s.db.Sync(); err != nil {
+		return fmt.Errorf("store: sync: %w", err)
+	}
+	return nil
+}
+
+// dropBlobIfUnused deletes a blob no plugin other than except refers to.
+func dropBlobIfUnused(txn *badger.Txn, sha, except string) error {
+	it := txn.NewIterator(badger.IteratorOptions{Prefix: []byte(pluginPrefix), PrefetchValues: true})
+	defer it.Close()
+	for it.Rewind(); it.Valid(); it.Next() {
+		if string(it.Item().Key()) == pluginPrefix+except {
+			continue
+		}
+		var rec PluginRecord
+		if err := it.Item().Value(func(v []byte) error { return json.Unmarshal(v, &rec) }); err == nil && rec.WasmSHA256 == sha {
+			return nil
+		}
+	}
+	return txn.Delete([]byte(blobPrefix + sha))
+}
+
+// Plugin returns the record of an installed plugin.
+func (s *Store) Plugin(name string) (PluginRecord, error) {
+	var rec PluginRecord
+	err := s.db.View(func(txn *badger.Txn) error { return getJSON(txn, pluginPrefix+name, &rec) })
+	if errors.Is(err, ErrNotFound) {
+		return rec, fmt.Errorf("%w: plugin %q is not installed", ErrNotFound, name)
+	}
+	return rec, err
+}
+
+// Plugins returns every installed plugin, sorted by name.
+func (s *Store) Plugins() ([]PluginRecord, error) {
+	var out []PluginRecord
+	err := s.db.View(func(txn *badger.Txn) error {
+		return iterate(txn, pluginPrefix, func(_ string, v []byte) error {
+			var rec PluginRecord
+			if err := json.Unmarshal(v, &rec); err != nil {
+				return fmt.Errorf("%w: plugin record: %v", ErrCorrupt, err)
+			}
+			out = append(out, rec)
+			return nil
+		})
+	})
+	return out, err
+}
+
+// Blob returns the wasm with the given sha256 (hex), checking the hash.
+func (s *Store) Blob(sha string) ([]byte, error) {
+	var data []byte
+	err := s.db.View(func(txn *badger.Txn) error {
+		item, err := txn.Get([]byte(blobPrefix + sha))
+		if errors.Is(err, badger.ErrKeyNotFound) {
+			return fmt.Errorf("%w: wasm blob %s is missing", ErrCorrupt, sha)
+		}
+		if err != nil {
+			return err
+		}
+		data, err = item.ValueCopy(nil)
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	sum := sha256.Sum256(data)
+	if hex.EncodeToString(sum[:]) != sha {
+		return nil, fmt.Errorf("%w: wasm blob %s", ErrCorrupt, sha)
+	}
+	return data, nil
+}
+
+// RemovePlugin deletes an installed plugin. Its high-water mark stays.
+func (s *Store) RemovePlugin(name string) error {
+	err := s.db.Update(func(txn *badger.Txn) error {
+		var rec PluginRecord
+		if err := getJSON(txn, pluginPrefix+name, &rec); err != nil {
+			if errors.Is(err, ErrNotFound) {
+				return fmt.Errorf("%w: plugin %q is not installed (see `toolhost plugin list`)", ErrNotFound, name)
+			}
+			// A corrupt record can still be removed.
+		}
+		if rec.WasmSHA256 != "" {
+			if err := dropBlobIfUnused(txn, rec.WasmSHA256, name); err != nil {
+				return err
+			}
+		}
+		if err := txn.Delete([]byte(quarantinePrefix + name)); err != nil {
+			return err
+		}
+		return txn.Delete([]byte(pluginPrefix + name))
+	})
+	if err != nil {
+		return err
+	}
+	return s.sync()
+}
+
+// HighWater returns the highest version ever installed under name.
+func (s *Store) HighWater(name string) (string, bool, error) {
+	var v string
+	err := s.db.View(func(txn *badger.Txn) error {
+		item, err := txn.Get([]byte(highWaterPrefix + name))
+		if err != nil {
+			return err
+		}
+		b, err := item.ValueCopy(nil)
+		v = string(b)
+		return err
+	})
+	if errors.Is(err, badger.ErrKeyNotFound) {
+		return "", false, nil
+	}
+	return v, err == nil, err
+}
+
+// Quarantine records why a plugin failed verification. The plugin stays in
+// the store (for inspection and removal) but is not served.
+func (s *Store) Quarantine(name, reason string) error {
+	val, _ := json.Marshal(quarantineRecord{Reason: reason, At: time.Now().UTC()})
+	if err := s.db.Update(func(txn *badger.Txn) error { return txn.Set([]byte(quarantinePrefix+name), val) }); err != nil {
+		return err
+	}
+	return s.sync()
+}
+
+type quarantineRecord struct {
+	Reason string    `json:"reason"`
+	At     time.Time `json:"at"`
+}
+
+// Quarantined returns the reason for every quarantined plugin.
+func (s *Store) Quarantined() (map[string]string, error) {
+	out := map[string]string{}
+	err := s.db.View(func(txn *badger.Txn) error {
+		return iterate(txn, quarantinePrefix, func(k string, v []byte) error {
+			var q quarantineRecord
+			_ = json.Unmarshal(v, &q)
+			out[k] = q.Reason
+			return nil
+		})
+	})
+	return out, err
+}
+
+func getJSON(txn *badger.Txn, key string, v any) error {
+	item, err := txn.Get([]byte(key))
+	if errors.Is(err, badger.ErrKeyNotFound) {
+		return ErrNotFound
+	}
+	if err != nil {
+		return err
+	}
+	return item.Value(func(b []byte) error {
+		if err := json.Unmarshal(b, v); err != nil {
+			return fmt.Errorf("%w: %s: %v", ErrCorrupt, key, err)
+		}
+		return nil
+	})
+}
+
+func iterate(txn *badger.Txn, prefix string, fn func(key string, val []byte) error) error {
+	it := txn.NewIterator(badger.IteratorOptions{Prefix: []byte(prefix), PrefetchValues: true})
+	defer it.Close()
+	for it.Rewind(); it.Valid(); it.Next() {
+		k := strings.TrimPrefix(string(it.Item().Key()), prefix)
+		if err := it.Item().Value(func(v []byte) error { return fn(k, v) }); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func putJSON(s *Store, key string, v any) error {
+	val, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	if err := s.db.Update(func(txn *badger.Txn) error { return txn.Set([]byte(key), val) }); err != nil {
+		return fmt.Errorf("store: %w", err)
+	}
+	return s.sync()
+}
+
+func deleteKey(s *Store, key string) error {
+	if err := s.db.Update(func(txn *badger.Txn) error { return txn.Delete([]byte(key)) }); err != nil {
+		return fmt.Errorf("store: %w", err)
+	}
+	return s.sync()
+}
+
+// badgerLogger sends badger's warnings and errors to slog and drops the rest.
+type badgerLogger struct{ l *slog.Logger }
+
+func (b badgerLogger) Errorf(f string, a ...any) {
+	if b.l != nil {
+		b.l.Error("store: " + strings.TrimSpace(fmt.Sprintf(f, a...)))
+	}
+}
+func (b badgerLogger) Warningf(f string, a ...any) {
+	if b.l != nil {
+		b.l.Warn("store: " + strings.TrimSpace(fmt.Sprintf(f, a...)))
+	}
+}
+func (badgerLogger) Infof(string, ...any)  {}
+func (badgerLogger) Debugf(string, ...any) {}

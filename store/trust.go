@@ -1,0 +1,116 @@
+package store
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	badger "github.com/dgraph-io/badger/v4"
+
+	"github.com/toolhost/toolhost/curator"
+	"github.com/toolhost/toolhost/signing"
+)
+
+const (
+	trustKeyPrefix     = "trust/key/"
+	trustRevokedPrefix = "trust/revoked/"
+	trustPolicyKey     = "trust/policy"
+)
+
+type trustedKeyJSON struct {
+	Name      string            `json:"name"`
+	PublicKey signing.PublicKey `json:"public_key"`
+	AddedAt   time.Time         `json:"added_at"`
+}
+
+type policyJSON struct {
+	Threshold int `json:"threshold"`
+}
+
+// AddTrustedKey trusts a curator key. Adding a revoked key records it but it
+// still does not count until it is un-revoked.
+func (s *Store) AddTrustedKey(k curator.TrustedKey) error {
+	return putJSON(s, trustKeyPrefix+k.Key.ID().String(), trustedKeyJSON{Name: k.Name, PublicKey: k.Key, AddedAt: k.AddedAt.UTC()})
+}
+
+// RemoveTrustedKey stops trusting a key.
+func (s *Store) RemoveTrustedKey(id signing.KeyID) error {
+	ts, err := s.TrustSet()
+	if err != nil {
+		return err
+	}
+	if _, ok := ts.Keys[id]; !ok {
+		return fmt.Errorf("%w: key %s is not in the trust store (see `toolhost trust list`)", ErrNotFound, id)
+	}
+	return deleteKey(s, trustKeyPrefix+id.String())
+}
+
+// Revoke marks a key as revoked.
+func (s *Store) Revoke(id signing.KeyID, at time.Time) error {
+	return putJSON(s, trustRevokedPrefix+id.String(), at.UTC())
+}
+
+// Unrevoke lifts a revocation.
+func (s *Store) Unrevoke(id signing.KeyID) error {
+	ts, err := s.TrustSet()
+	if err != nil {
+		return err
+	}
+	if _, ok := ts.Revoked[id]; !ok {
+		return fmt.Errorf("%w: key %s is not revoked", ErrNotFound, id)
+	}
+	return deleteKey(s, trustRevokedPrefix+id.String())
+}
+
+// SetThreshold sets how many distinct trusted curators must sign a plugin.
+func (s *Store) SetThreshold(n int) error {
+	if n < 1 || n > 16 {
+		return fmt.Errorf("store: threshold %d out of range: use 1 to 16", n)
+	}
+	return putJSON(s, trustPolicyKey, policyJSON{Threshold: n})
+}
+
+// TrustSet reads the whole trust state in one consistent snapshot.
+func (s *Store) TrustSet() (curator.TrustSet, error) {
+	ts := curator.TrustSet{Keys: map[signing.KeyID]curator.TrustedKey{}, Revoked: map[signing.KeyID]time.Time{}, Threshold: 1}
+	err := s.db.View(func(txn *badger.Txn) error {
+		if err := iterate(txn, trustKeyPrefix, func(k string, v []byte) error {
+			id, err := signing.ParseKeyID(k)
+			if err != nil {
+				return fmt.Errorf("%w: trust key %q: %v", ErrCorrupt, k, err)
+			}
+			var j trustedKeyJSON
+			if err := json.Unmarshal(v, &j); err != nil {
+				return fmt.Errorf("%w: trust key %s: %v", ErrCorrupt, k, err)
+			}
+			if j.PublicKey.ID() != id {
+				return fmt.Errorf("%w: trust key %s does not match its ID", ErrCorrupt, k)
+			}
+			ts.Keys[id] = curator.TrustedKey{Name: j.Name, Key: j.PublicKey, AddedAt: j.AddedAt}
+			return nil
+		}); err != nil {
+			return err
+		}
+		if err := iterate(txn, trustRevokedPrefix, func(k string, v []byte) error {
+			id, err := signing.ParseKeyID(k)
+			if err != nil {
+				return fmt.Errorf("%w: revoked key %q: %v", ErrCorrupt, k, err)
+			}
+			var at time.Time
+			_ = json.Unmarshal(v, &at)
+			ts.Revoked[id] = at
+			return nil
+		}); err != nil {
+			return err
+		}
+		var p policyJSON
+		if err := getJSON(txn, trustPolicyKey, &p); err == nil {
+			ts.Threshold = p.Threshold
+		} else if !errors.Is(err, ErrNotFound) {
+			return err
+		}
+		return nil
+	})
+	return ts, err
+}
