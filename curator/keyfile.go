@@ -18,8 +18,8 @@ import (
 
 // Errors about key files.
 var (
-	ErrWrongPassphrase = errors.New("curator: wrong passphrase (or the key file was modified)")
-	ErrNeedPassphrase  = errors.New("curator: the key file is encrypted: a passphrase is required")
+	ErrWrongPassphrase  = errors.New("curator: wrong passphrase (or the key file was modified)")
+	ErrNeedPassphrase   = errors.New("curator: the key file is encrypted: a passphrase is required")
 	ErrMalformedKeyFile = errors.New("curator: malformed key file")
 )
 
@@ -90,14 +90,14 @@ func ParsePublicKey(data []byte) (PublicKeyFile, error) {
 }
 
 type privateKeyJSON struct {
-	Type    string     `json:"type"`
-	Name    string     `json:"name"`
-	KeyID   string     `json:"key_id"`
-	KDF     string     `json:"kdf"`
-	Scrypt  *scryptKDF `json:"scrypt,omitempty"`
-	Nonce   string     `json:"nonce,omitempty"`
-	Sealed  string     `json:"sealed_seed,omitempty"`
-	Seed    string     `json:"seed,omitempty"`
+	Type   string     `json:"type"`
+	Name   string     `json:"name"`
+	KeyID  string     `json:"key_id"`
+	KDF    string     `json:"kdf"`
+	Scrypt *scryptKDF `json:"scrypt,omitempty"`
+	Nonce  string     `json:"nonce,omitempty"`
+	Sealed string     `json:"sealed_seed,omitempty"`
+	Seed   string     `json:"seed,omitempty"`
 }
 
 type scryptKDF struct {
@@ -142,7 +142,9 @@ func MarshalPrivateKey(name string, key signing.PrivateKey, passphrase []byte) (
 }
 
 // aad binds the name and key ID to the ciphertext, so they cannot be swapped.
-func (j *privateKeyJSON) aad() []byte { return []byte(privateKeyType + "\x00" + j.Name + "\x00" + j.KeyID) }
+func (j *privateKeyJSON) aad() []byte {
+	return []byte(privateKeyType + "\x00" + j.Name + "\x00" + j.KeyID)
+}
 
 func (k *scryptKDF) aead(passphrase []byte) (interface {
 	Seal(dst, nonce, plaintext, aad []byte) []byte

@@ -47,7 +47,9 @@ func (b *Bundle) Manifest() *Manifest { return b.manifest }
 func (b *Bundle) WasmSHA256() [32]byte { return sha256.Sum256(b.Wasm) }
 
 // Digest returns the plugin digest that curators sign.
-func (b *Bundle) Digest() signing.Digest { return signing.PluginDigest(b.ManifestBytes, b.WasmSHA256()) }
+func (b *Bundle) Digest() signing.Digest {
+	return signing.PluginDigest(b.ManifestBytes, b.WasmSHA256())
+}
 
 // NewBundle validates the manifest and makes an unsigned bundle.
 func NewBundle(manifest, wasm []byte) (*Bundle, error) {

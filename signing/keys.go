@@ -81,7 +81,9 @@ func (pk PublicKey) ID() KeyID {
 func (pk PublicKey) Equal(o PublicKey) bool { return pk.k == o.k }
 
 // String returns "ed25519:" and the standard base64 of the key.
-func (pk PublicKey) String() string { return publicKeyPrefix + base64.StdEncoding.EncodeToString(pk.k[:]) }
+func (pk PublicKey) String() string {
+	return publicKeyPrefix + base64.StdEncoding.EncodeToString(pk.k[:])
+}
 
 // MarshalText implements encoding.TextMarshaler.
 func (pk PublicKey) MarshalText() ([]byte, error) {

@@ -71,9 +71,9 @@ type PluginRecord struct {
 	Name        string         `json:"name"`
 	Version     string         `json:"version"`
 	Digest      signing.Digest `json:"digest"`
-	Manifest    []byte         `json:"manifest"`   // exact signed bytes
+	Manifest    []byte         `json:"manifest"`    // exact signed bytes
 	WasmSHA256  string         `json:"wasm_sha256"` // hex
-	Signatures  []byte         `json:"signatures"` // signatures.json as in the bundle
+	Signatures  []byte         `json:"signatures"`  // signatures.json as in the bundle
 	InstalledAt time.Time      `json:"installed_at"`
 }
 
