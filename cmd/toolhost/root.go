@@ -111,7 +111,33 @@ policy, 4 tool call failed, 5 not found, 6 store busy.`,
 	trustCmd := &cobra.Command{Use: "trust", Short: "Manage which curator keys are trusted"}
 	trustCmd.AddCommand(newTrustAddCmd(g), newTrustListCmd(g), newTrustRemoveCmd(g))
 	root.AddCommand(curatorCmd, pluginCmd, trustCmd, newCallCmd(g))
+	markUsageErrors(root)
 	return root
+}
+
+// markUsageErrors makes argument-count errors and unknown subcommands exit
+// with exitUsage.
+func markUsageErrors(cmd *cobra.Command) {
+	if args := cmd.Args; args != nil {
+		cmd.Args = func(c *cobra.Command, a []string) error {
+			if err := args(c, a); err != nil {
+				return usageError{err}
+			}
+			return nil
+		}
+	}
+	if cmd.HasSubCommands() && cmd.RunE == nil && cmd.Run == nil {
+		cmd.RunE = func(c *cobra.Command, a []string) error {
+			if len(a) > 0 {
+				return usagef("unknown command %q for %q", a[0], c.CommandPath())
+			}
+			return c.Help()
+		}
+		cmd.Args = func(*cobra.Command, []string) error { return nil }
+	}
+	for _, c := range cmd.Commands() {
+		markUsageErrors(c)
+	}
 }
 
 func exitCode(err error) int {

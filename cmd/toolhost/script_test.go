@@ -1,0 +1,89 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"testing"
+
+	"github.com/rogpeppe/go-internal/testscript"
+
+	"github.com/toolhost/toolhost/internal/testplugins"
+)
+
+func TestMain(m *testing.M) {
+	testscript.Main(m, map[string]func(){
+		"toolhost": func() { os.Exit(run(context.Background(), os.Args[1:], os.Stdin, os.Stdout, os.Stderr)) },
+	})
+}
+
+// TestScripts runs the CLI journeys in testdata/script. Each script gets
+// its own TOOLHOST_HOME, and in $WORK: time.plugin (the unsigned sample
+// bundle) and time-dir/ (the unpacked sample plugin directory).
+func TestScripts(t *testing.T) {
+	timeBundle := testplugins.Bundle(t, "time").Bytes()
+	timeDir := testplugins.Dir(t, "time")
+	// One compilation cache for all scripts: compiling the Go sample takes
+	// seconds, and the cache is keyed by the wasm's hash.
+	cache := t.TempDir()
+	testscript.Run(t, testscript.Params{
+		Dir:                 "testdata/script",
+		RequireExplicitExec: true,
+		Setup: func(env *testscript.Env) error {
+			home := filepath.Join(env.WorkDir, "home")
+			env.Setenv("TOOLHOST_HOME", home)
+			env.Setenv("TOOLHOST_PASSPHRASE", "")
+			if err := os.MkdirAll(filepath.Join(home, "cache"), 0o700); err != nil {
+				return err
+			}
+			if err := os.Symlink(cache, filepath.Join(home, "cache", "wazero")); err != nil {
+				return err
+			}
+			if err := os.WriteFile(filepath.Join(env.WorkDir, "time.plugin"), timeBundle, 0o644); err != nil {
+				return err
+			}
+			return copyDir(timeDir, filepath.Join(env.WorkDir, "time-dir"))
+		},
+		Cmds: map[string]func(ts *testscript.TestScript, neg bool, args []string){
+			"flipbyte": cmdFlipByte,
+		},
+	})
+}
+
+// flipbyte FILE OFFSET: xor the byte at OFFSET (negative: from the end) with 0x01.
+func cmdFlipByte(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) != 2 {
+		ts.Fatalf("usage: flipbyte FILE OFFSET")
+	}
+	path := ts.MkAbs(args[0])
+	data, err := os.ReadFile(path)
+	ts.Check(err)
+	off, err := strconv.Atoi(args[1])
+	ts.Check(err)
+	if off < 0 {
+		off += len(data)
+	}
+	if off < 0 || off >= len(data) {
+		ts.Fatalf("offset %d outside %d bytes", off, len(data))
+	}
+	data[off] ^= 0x01
+	ts.Check(os.WriteFile(path, data, 0o644))
+}
+
+func copyDir(from, to string) error {
+	if err := os.MkdirAll(to, 0o755); err != nil {
+		return err
+	}
+	for _, name := range []string{"plugin.json", "plugin.wasm"} {
+		data, err := os.ReadFile(filepath.Join(from, name))
+		if err != nil {
+			return fmt.Errorf("copy %s: %w", name, err)
+		}
+		if err := os.WriteFile(filepath.Join(to, name), data, 0o644); err != nil {
+			return err
+		}
+	}
+	return nil
+}

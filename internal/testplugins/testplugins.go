@@ -1,0 +1,149 @@
+// Package testplugins builds the sample plugins for tests, once per test
+// binary, and caches the wasm under build/plugins in the repository (the
+// same place `make plugins` puts it), so a test run builds each sample at
+// most once.
+package testplugins
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/toolhost/toolhost/plugin"
+)
+
+var (
+	rootOnce sync.Once
+	root     string
+	rootErr  error
+)
+
+// RepoRoot returns the directory holding toolhost's go.mod.
+func RepoRoot() (string, error) {
+	rootOnce.Do(func() {
+		dir, err := os.Getwd()
+		if err != nil {
+			rootErr = err
+			return
+		}
+		for {
+			data, err := os.ReadFile(filepath.Join(dir, "go.mod"))
+			if err == nil && bytes.Contains(data, []byte("module github.com/toolhost/toolhost\n")) {
+				root = dir
+				return
+			}
+			parent := filepath.Dir(dir)
+			if parent == dir {
+				rootErr = errors.New("testplugins: cannot find the toolhost repository root")
+				return
+			}
+			dir = parent
+		}
+	})
+	return root, rootErr
+}
+
+var (
+	buildMu sync.Mutex
+	built   = map[string]error{}
+)
+
+// Dir returns build/plugins/NAME holding plugin.json and plugin.wasm built
+// from sample-plugins/NAME. It builds the wasm when it is missing or older
+// than the sources.
+func Dir(tb testing.TB, name string) string {
+	tb.Helper()
+	dir, err := build(name)
+	if err != nil {
+		tb.Fatalf("build sample plugin %s: %v", name, err)
+	}
+	return dir
+}
+
+// Bundle returns an unsigned bundle of sample plugin NAME.
+func Bundle(tb testing.TB, name string) *plugin.Bundle {
+	tb.Helper()
+	b, err := plugin.PackDir(Dir(tb, name))
+	if err != nil {
+		tb.Fatalf("pack sample plugin %s: %v", name, err)
+	}
+	return b
+}
+
+func build(name string) (string, error) {
+	r, err := RepoRoot()
+	if err != nil {
+		return "", err
+	}
+	src := filepath.Join(r, "sample-plugins", name)
+	out := filepath.Join(r, "build", "plugins", name)
+	buildMu.Lock()
+	defer buildMu.Unlock()
+	if err, done := built[name]; done {
+		return out, err
+	}
+	err = buildInto(src, out)
+	built[name] = err
+	return out, err
+}
+
+func buildInto(src, out string) error {
+	if err := os.MkdirAll(out, 0o755); err != nil {
+		return err
+	}
+	wasm := filepath.Join(out, "plugin.wasm")
+	if fresh(wasm, src) {
+		return copyFile(filepath.Join(src, "plugin.json"), filepath.Join(out, "plugin.json"))
+	}
+	tmp := fmt.Sprintf("%s.%d.tmp", wasm, os.Getpid())
+	cmd := exec.Command("go", "build", "-trimpath", "-buildmode=c-shared", "-o", tmp, ".")
+	cmd.Dir = src
+	cmd.Env = append(os.Environ(), "GOOS=wasip1", "GOARCH=wasm", "CGO_ENABLED=0")
+	if outb, err := cmd.CombinedOutput(); err != nil {
+		os.Remove(tmp)
+		return fmt.Errorf("go build in %s: %v\n%s", src, err, outb)
+	}
+	if err := os.Rename(tmp, wasm); err != nil {
+		return err
+	}
+	return copyFile(filepath.Join(src, "plugin.json"), filepath.Join(out, "plugin.json"))
+}
+
+// fresh reports whether wasm exists and is newer than every file in src
+// and the sample-plugins go.mod/go.sum.
+func fresh(wasm, src string) bool {
+	wi, err := os.Stat(wasm)
+	if err != nil {
+		return false
+	}
+	newest := time.Time{}
+	paths, _ := filepath.Glob(filepath.Join(src, "*"))
+	paths = append(paths, filepath.Join(src, "..", "go.mod"), filepath.Join(src, "..", "go.sum"))
+	for _, p := range paths {
+		if fi, err := os.Stat(p); err == nil && fi.ModTime().After(newest) {
+			newest = fi.ModTime()
+		}
+	}
+	return !newest.After(wi.ModTime())
+}
+
+func copyFile(from, to string) error {
+	data, err := os.ReadFile(from)
+	if err != nil {
+		return err
+	}
+	if old, err := os.ReadFile(to); err == nil && bytes.Equal(old, data) {
+		return nil
+	}
+	tmp := fmt.Sprintf("%s.%d.tmp", to, os.Getpid())
+	if err := os.WriteFile(tmp, data, 0o644); err != nil {
+		return err
+	}
+	return os.Rename(tmp, to)
+}

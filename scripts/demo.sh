@@ -1,0 +1,48 @@
+#!/usr/bin/env bash
+# make run: the journey of a plugin from author to agent, on the samples.
+# A demo curator signs the sample bundles, a fresh demo home trusts the key,
+# installs them and calls a tool. Everything lives under build/demo.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+T=build/toolhost
+DEMO=build/demo
+export TOOLHOST_HOME="$PWD/$DEMO/home"
+rm -rf "$DEMO"
+mkdir -p "$DEMO/bundles"
+
+step() { printf '\n\033[1m==> %s\033[0m\n' "$*"; }
+show() { printf '$ %s\n' "$*"; "$@"; }
+
+step "A curator creates a signing key (unencrypted: this is a demo)"
+show $T curator keygen demo-curator --no-passphrase --out "$DEMO/keys" 2>/dev/null
+
+step "The curator signs the sample bundles that 'make plugins' packed"
+for b in build/plugins/*.plugin; do
+  cp "$b" "$DEMO/bundles/"
+  show $T curator sign --key "$DEMO/keys/demo-curator.key" "$DEMO/bundles/$(basename "$b")"
+done
+
+step "The operator trusts the curator's public key (home: $TOOLHOST_HOME)"
+show $T trust add "$DEMO/keys/demo-curator.pub"
+
+step "Verify and install (signatures checked again at every load)"
+for b in "$DEMO"/bundles/*.plugin; do
+  show $T plugin verify "$b"
+  show $T plugin install "$b"
+done
+show $T plugin list
+
+step "An agent calls a tool: arguments are checked against the schema, the call runs sandboxed"
+show $T call get_current_time '{"timezone":"Europe/Paris"}'
+show $T call convert_time '{"time":"2026-11-21T12:00:00Z","to_timezone":"Asia/Tokyo"}'
+
+step "Bad arguments are refused before any sandbox starts"
+show $T call get_current_time '{"timezone":42}' || true
+
+step "A tampered bundle is refused"
+cp "$DEMO/bundles/time.plugin" "$DEMO/tampered.plugin"
+printf 'X' | dd of="$DEMO/tampered.plugin" bs=1 seek=700 conv=notrunc status=none
+show $T plugin verify "$DEMO/tampered.plugin" || true
+
+printf '\nDone. Try it yourself:\n  export TOOLHOST_HOME=%s\n  %s call get_current_time %s\n' "$TOOLHOST_HOME" "$T" "'{\"timezone\":\"America/New_York\"}'"
