@@ -15,6 +15,7 @@ import (
 	"github.com/toolhost/toolhost/curator"
 	"github.com/toolhost/toolhost/host"
 	"github.com/toolhost/toolhost/host/sandbox"
+	"github.com/toolhost/toolhost/host/worker"
 	"github.com/toolhost/toolhost/plugin"
 	"github.com/toolhost/toolhost/signing"
 	"github.com/toolhost/toolhost/store"
@@ -35,6 +36,7 @@ const (
 type globalOptions struct {
 	home          string
 	allowUnsigned bool
+	workers       int
 	stdin         io.Reader
 	stdout        io.Writer
 	stderr        io.Writer
@@ -81,6 +83,10 @@ policy, 4 tool call failed, 5 not found, 6 store busy.`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
 		PersistentPreRunE: func(cmd *cobra.Command, _ []string) error {
+			g.logger = slog.New(slog.NewTextHandler(g.stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+			if cmd.Hidden {
+				return nil // sandbox workers have no home and no environment
+			}
 			if g.home == "" {
 				g.home = os.Getenv("TOOLHOST_HOME")
 			}
@@ -96,7 +102,6 @@ policy, 4 tool call failed, 5 not found, 6 store busy.`,
 				return err
 			}
 			g.home = abs
-			g.logger = slog.New(slog.NewTextHandler(g.stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
 			return nil
 		},
 	}
@@ -110,7 +115,7 @@ policy, 4 tool call failed, 5 not found, 6 store busy.`,
 	pluginCmd.AddCommand(newPackCmd(g), newVerifyCmd(g), newInstallCmd(g), newListCmd(g), newInspectCmd(g), newRemoveCmd(g))
 	trustCmd := &cobra.Command{Use: "trust", Short: "Manage which curator keys are trusted"}
 	trustCmd.AddCommand(newTrustAddCmd(g), newTrustListCmd(g), newTrustRemoveCmd(g))
-	root.AddCommand(curatorCmd, pluginCmd, trustCmd, newCallCmd(g))
+	root.AddCommand(curatorCmd, pluginCmd, trustCmd, newCallCmd(g), newWorkerCmd(g))
 	markUsageErrors(root)
 	return root
 }
@@ -190,7 +195,7 @@ func (g *globalOptions) openHost(ctx context.Context) (*host.Host, func(), error
 	if err != nil {
 		return nil, nil, err
 	}
-	engine, err := sandbox.NewInProcess(filepath.Join(g.home, "cache", "wazero"))
+	engine, err := g.newEngine(ctx)
 	if err != nil {
 		st.Close()
 		return nil, nil, err
@@ -208,6 +213,24 @@ func (g *globalOptions) openHost(ctx context.Context) (*host.Host, func(), error
 			g.logger.Error("closing the store", "err", err)
 		}
 	}, nil
+}
+
+// newEngine starts the sandbox: supervised worker processes running this
+// executable's hidden sandbox-worker command.
+func (g *globalOptions) newEngine(ctx context.Context) (sandbox.Engine, error) {
+	cache := filepath.Join(g.home, "cache", "wazero")
+	if err := os.MkdirAll(cache, 0o700); err != nil {
+		return nil, err
+	}
+	exe, err := os.Executable()
+	if err != nil {
+		return nil, fmt.Errorf("cannot find the toolhost executable to start sandbox workers: %w", err)
+	}
+	return worker.NewPool(ctx, worker.Options{
+		Command: []string{exe, "sandbox-worker", "--cache", cache},
+		Workers: g.workers,
+		Logger:  g.logger,
+	})
 }
 
 func readBundle(path string) (*plugin.Bundle, error) {

@@ -14,6 +14,11 @@ import (
 )
 
 func TestMain(m *testing.M) {
+	// Sandbox workers re-execute this binary (os.Executable) with
+	// "sandbox-worker": run the CLI for them.
+	if len(os.Args) > 1 && os.Args[1] == "sandbox-worker" {
+		os.Exit(run(context.Background(), os.Args[1:], os.Stdin, os.Stdout, os.Stderr))
+	}
 	testscript.Main(m, map[string]func(){
 		"toolhost": func() { os.Exit(run(context.Background(), os.Args[1:], os.Stdin, os.Stdout, os.Stderr)) },
 	})

@@ -1,0 +1,89 @@
+package worker
+
+import (
+	"encoding/binary"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+)
+
+// Frames between host and worker: a 9-byte header (u32 total length of
+// what follows the length, u8 kind, u32 header length), a JSON header and a
+// raw body. The worker never trusts the host less than itself, but the host
+// treats everything a worker sends as untrusted: lengths are capped before
+// anything is allocated.
+const (
+	kindLoad   byte = 1
+	kindCall   byte = 2
+	kindUnload byte = 3
+	kindReply  byte = 4
+	kindReady  byte = 5
+
+	maxHeaderBytes = 1 << 20
+)
+
+type frame struct {
+	kind   byte
+	header []byte
+	body   []byte
+}
+
+func writeFrame(w io.Writer, kind byte, header any, body []byte) error {
+	h, err := json.Marshal(header)
+	if err != nil {
+		return err
+	}
+	buf := make([]byte, 9, 9+len(h)+len(body))
+	binary.BigEndian.PutUint32(buf[0:4], uint32(5+len(h)+len(body)))
+	buf[4] = kind
+	binary.BigEndian.PutUint32(buf[5:9], uint32(len(h)))
+	buf = append(buf, h...)
+	buf = append(buf, body...)
+	_, err = w.Write(buf)
+	return err
+}
+
+var errFrameTooLarge = errors.New("worker: frame too large")
+
+func readFrame(r io.Reader, maxBody int) (frame, error) {
+	var hdr [9]byte
+	if _, err := io.ReadFull(r, hdr[:]); err != nil {
+		return frame{}, err
+	}
+	total := binary.BigEndian.Uint32(hdr[0:4])
+	hlen := binary.BigEndian.Uint32(hdr[5:9])
+	if total < 5 || hlen > total-5 || hlen > maxHeaderBytes || int64(total-5-hlen) > int64(maxBody) {
+		return frame{}, fmt.Errorf("%w (%d bytes)", errFrameTooLarge, total)
+	}
+	rest := make([]byte, total-5)
+	if _, err := io.ReadFull(r, rest); err != nil {
+		return frame{}, err
+	}
+	return frame{kind: hdr[4], header: rest[:hlen], body: rest[hlen:]}, nil
+}
+
+type loadHeader struct {
+	Key         string            `json:"key"`
+	Name        string            `json:"name"`
+	MemoryPages uint32            `json:"memory_pages"`
+	TimeoutMS   uint32            `json:"timeout_ms"`
+	MaxOutput   uint32            `json:"max_output_bytes"`
+	Hosts       []string          `json:"allowed_hosts,omitempty"`
+	Paths       map[string]string `json:"allowed_paths,omitempty"`
+	Exports     []string          `json:"exports"`
+}
+
+type callHeader struct {
+	Key    string `json:"key"`
+	Export string `json:"export"`
+}
+
+type unloadHeader struct {
+	Key string `json:"key"`
+}
+
+type replyHeader struct {
+	Code    string `json:"code,omitempty"`
+	Message string `json:"message,omitempty"`
+}
