@@ -51,10 +51,10 @@ const (
 
 // SignatureStatus describes one signature of a plugin.
 type SignatureStatus struct {
-	KeyID   signing.KeyID
-	Curator string // name from the trust store, "" when unknown
-	State   SignatureState
-	Expires time.Time
+	KeyID   signing.KeyID  `json:"key_id"`
+	Curator string         `json:"curator,omitempty"` // name from the trust store, "" when unknown
+	State   SignatureState `json:"state"`
+	Expires time.Time      `json:"expires,omitzero"`
 }
 
 // Decision is the policy's answer for one plugin digest.

@@ -299,7 +299,7 @@ type PluginInfo struct {
 	Description string                    `json:"description"`
 	Digest      signing.Digest            `json:"digest"`
 	Signers     []string                  `json:"signers"`
-	Signatures  []curator.SignatureStatus `json:"-"`
+	Signatures  []curator.SignatureStatus `json:"signatures"`
 	Tools       []string                  `json:"tools"`
 	State       string                    `json:"state"` // "verified", "unavailable", "quarantined", "dev-unsigned"
 	Reason      string                    `json:"reason,omitempty"`

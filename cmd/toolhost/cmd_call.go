@@ -29,12 +29,12 @@ and the exit code is 4 (tool failed or arguments invalid) or 5 (no such tool).`,
 					input = data
 				}
 			}
-			h, closeHost, err := g.openHost(cmd.Context())
+			api, closeHost, err := g.openAPI(cmd.Context())
 			if err != nil {
 				return err
 			}
 			defer closeHost()
-			res, err := h.Call(cmd.Context(), args[0], input)
+			res, err := api.Call(cmd.Context(), args[0], input)
 			if err != nil {
 				return err
 			}

@@ -16,12 +16,12 @@ func newInspectCmd(g *globalOptions) *cobra.Command {
 		Example: "  toolhost plugin inspect time\n  toolhost plugin inspect time --json",
 		Args:    cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			h, closeHost, err := g.openHost(cmd.Context())
+			api, closeHost, err := g.openAPI(cmd.Context())
 			if err != nil {
 				return err
 			}
 			defer closeHost()
-			p, err := h.Plugin(args[0])
+			p, err := api.Plugin(cmd.Context(), args[0])
 			if err != nil {
 				return err
 			}

@@ -23,12 +23,12 @@ exports every tool, and store it durably. Its tools are callable afterwards.`,
 			if err != nil {
 				return err
 			}
-			h, closeHost, err := g.openHost(cmd.Context())
+			api, closeHost, err := g.openAPI(cmd.Context())
 			if err != nil {
 				return err
 			}
 			defer closeHost()
-			rep, err := h.Install(cmd.Context(), b, opts)
+			rep, err := api.Install(cmd.Context(), b, opts)
 			if err != nil {
 				return err
 			}

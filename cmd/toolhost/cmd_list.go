@@ -17,12 +17,15 @@ func newListCmd(g *globalOptions) *cobra.Command {
 		Example: "  toolhost plugin list\n  toolhost plugin list --json | jq .",
 		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			h, closeHost, err := g.openHost(cmd.Context())
+			api, closeHost, err := g.openAPI(cmd.Context())
 			if err != nil {
 				return err
 			}
 			defer closeHost()
-			plugins := h.Plugins()
+			plugins, err := api.Plugins(cmd.Context())
+			if err != nil {
+				return err
+			}
 			if asJSON {
 				for i := range plugins {
 					plugins[i].Manifest = nil

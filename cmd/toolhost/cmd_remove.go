@@ -13,12 +13,12 @@ func newRemoveCmd(g *globalOptions) *cobra.Command {
 		Example: "  toolhost plugin remove time",
 		Args:    cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			h, closeHost, err := g.openHost(cmd.Context())
+			api, closeHost, err := g.openAPI(cmd.Context())
 			if err != nil {
 				return err
 			}
 			defer closeHost()
-			if err := h.Remove(args[0]); err != nil {
+			if err := api.Remove(cmd.Context(), args[0]); err != nil {
 				return err
 			}
 			fmt.Fprintf(g.stdout, "removed %s\n", args[0])

@@ -34,16 +34,16 @@ picks the change up at once.`,
 				}
 				pk.Name = name
 			}
-			h, closeHost, err := g.openHost(cmd.Context())
+			api, closeHost, err := g.openAPI(cmd.Context())
 			if err != nil {
 				return err
 			}
 			defer closeHost()
-			if err := h.AddTrustedKey(pk.Name, pk.Key); err != nil {
+			if err := api.AddTrustedKey(cmd.Context(), pk.Name, pk.Key); err != nil {
 				return err
 			}
 			fmt.Fprintf(g.stdout, "trusted %s (key %s)\n", pk.Name, pk.Key.ID())
-			if _, revoked := h.TrustSet().Revoked[pk.Key.ID()]; revoked {
+			if ts, err := api.TrustSet(cmd.Context()); err == nil && !ts.Revoked[pk.Key.ID()].IsZero() {
 				fmt.Fprintln(g.stderr, "warning: this key is revoked and will not count until `toolhost trust unrevoke` is run")
 			}
 			return nil

@@ -26,16 +26,24 @@ func newTrustListCmd(g *globalOptions) *cobra.Command {
 		Example: "  toolhost trust list\n  toolhost trust list --json",
 		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			h, closeHost, err := g.openHost(cmd.Context())
+			api, closeHost, err := g.openAPI(cmd.Context())
 			if err != nil {
 				return err
 			}
 			defer closeHost()
-			ts := h.TrustSet()
+			ts, err := api.TrustSet(cmd.Context())
+			if err != nil {
+				return err
+			}
 			var entries []trustListEntry
 			for id, k := range ts.Keys {
 				_, revoked := ts.Revoked[id]
 				entries = append(entries, trustListEntry{KeyID: id.String(), Name: k.Name, PublicKey: k.Key.String(), AddedAt: k.AddedAt, Revoked: revoked})
+			}
+			for id, at := range ts.Revoked {
+				if _, listed := ts.Keys[id]; !listed {
+					entries = append(entries, trustListEntry{KeyID: id.String(), Name: "(not trusted)", AddedAt: at, Revoked: true})
+				}
 			}
 			sort.Slice(entries, func(i, j int) bool { return entries[i].Name+entries[i].KeyID < entries[j].Name+entries[j].KeyID })
 			if asJSON {

@@ -22,12 +22,12 @@ if someone adds it back, use toolhost trust revoke.`,
 			if err != nil {
 				return usageError{err}
 			}
-			h, closeHost, err := g.openHost(cmd.Context())
+			api, closeHost, err := g.openAPI(cmd.Context())
 			if err != nil {
 				return err
 			}
 			defer closeHost()
-			if err := h.RemoveTrustedKey(id); err != nil {
+			if err := api.RemoveTrustedKey(cmd.Context(), id); err != nil {
 				return err
 			}
 			fmt.Fprintf(g.stdout, "removed key %s from the trust store\n", id)

@@ -25,12 +25,15 @@ Exits 3 when the policy would refuse the plugin.`,
 			if err != nil {
 				return err
 			}
-			h, closeHost, err := g.openHost(cmd.Context())
+			api, closeHost, err := g.openAPI(cmd.Context())
 			if err != nil {
 				return err
 			}
 			defer closeHost()
-			d := h.Evaluate(b)
+			d, err := api.Evaluate(cmd.Context(), b)
+			if err != nil {
+				return err
+			}
 			m := b.Manifest()
 			fmt.Fprintf(g.stdout, "plugin:  %s %s\ndigest:  %s\n", m.Name, m.Version, b.Digest())
 			printSignatures(g.stdout, d)

@@ -14,6 +14,7 @@ import (
 
 	"github.com/toolhost/toolhost/curator"
 	"github.com/toolhost/toolhost/host"
+	"github.com/toolhost/toolhost/host/control"
 	"github.com/toolhost/toolhost/host/sandbox"
 	"github.com/toolhost/toolhost/host/worker"
 	"github.com/toolhost/toolhost/plugin"
@@ -114,7 +115,7 @@ policy, 4 tool call failed, 5 not found, 6 store busy.`,
 	pluginCmd := &cobra.Command{Use: "plugin", Short: "Pack, verify, install and manage plugins"}
 	pluginCmd.AddCommand(newPackCmd(g), newVerifyCmd(g), newInstallCmd(g), newListCmd(g), newInspectCmd(g), newRemoveCmd(g))
 	trustCmd := &cobra.Command{Use: "trust", Short: "Manage which curator keys are trusted"}
-	trustCmd.AddCommand(newTrustAddCmd(g), newTrustListCmd(g), newTrustRemoveCmd(g))
+	trustCmd.AddCommand(newTrustAddCmd(g), newTrustListCmd(g), newTrustRemoveCmd(g), newTrustRevokeCmd(g), newTrustUnrevokeCmd(g), newTrustPolicyCmd(g))
 	root.AddCommand(curatorCmd, pluginCmd, trustCmd, newCallCmd(g), newWorkerCmd(g))
 	markUsageErrors(root)
 	return root
@@ -184,6 +185,26 @@ func hintFor(err error) string {
 		return "the bundle is damaged or was modified; get a fresh copy from its publisher"
 	}
 	return ""
+}
+
+// openAPI returns the management API of this home's host: the running
+// host's over its control socket when one is serving, else a host opened
+// in this process. close must be called.
+func (g *globalOptions) openAPI(ctx context.Context) (control.API, func(), error) {
+	sock := filepath.Join(g.home, control.SocketName)
+	if _, err := os.Stat(sock); err == nil {
+		if c, err := control.Dial(ctx, sock); err == nil {
+			return c, c.Close, nil
+		}
+	}
+	h, closeHost, err := g.openHost(ctx)
+	if err != nil {
+		if errors.Is(err, store.ErrLocked) {
+			return nil, nil, fmt.Errorf("%w, and its control socket %s does not answer", err, sock)
+		}
+		return nil, nil, err
+	}
+	return control.Local{H: h}, closeHost, nil
 }
 
 // openHost opens the store and a host over it. close must be called.

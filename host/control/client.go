@@ -1,0 +1,165 @@
+package control
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/url"
+	"strconv"
+	"time"
+
+	"github.com/toolhost/toolhost/curator"
+	"github.com/toolhost/toolhost/host"
+	"github.com/toolhost/toolhost/plugin"
+	"github.com/toolhost/toolhost/signing"
+)
+
+// ErrNoServer means nothing answers on the control socket.
+var ErrNoServer = errors.New("control: no toolhost process is serving this home")
+
+// Client is the API of a host in another process.
+type Client struct {
+	hc *http.Client
+}
+
+var _ API = (*Client)(nil)
+
+// Dial connects to the control socket at path and checks that it answers.
+func Dial(ctx context.Context, path string) (*Client, error) {
+	c, err := net.DialTimeout("unix", path, time.Second)
+	if err != nil {
+		return nil, fmt.Errorf("%w (%v)", ErrNoServer, err)
+	}
+	c.Close()
+	cl := &Client{hc: &http.Client{Transport: &http.Transport{
+		DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
+			var d net.Dialer
+			return d.DialContext(ctx, "unix", path)
+		},
+		MaxIdleConns: 4,
+	}}}
+	pctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	var pong string
+	if err := cl.do(pctx, http.MethodGet, "/v1/ping", nil, &pong); err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrNoServer, err)
+	}
+	return cl, nil
+}
+
+// Close releases idle connections.
+func (c *Client) Close() { c.hc.CloseIdleConnections() }
+
+func (c *Client) do(ctx context.Context, method, path string, body []byte, out any) error {
+	req, err := http.NewRequestWithContext(ctx, method, "http://toolhost"+path, bytes.NewReader(body))
+	if err != nil {
+		return err
+	}
+	resp, err := c.hc.Do(req)
+	if err != nil {
+		return fmt.Errorf("control: the running toolhost did not answer: %w", err)
+	}
+	defer resp.Body.Close()
+	data, err := io.ReadAll(io.LimitReader(resp.Body, 64<<20))
+	if err != nil {
+		return err
+	}
+	var env struct {
+		Result json.RawMessage `json:"result"`
+		Error  *wireError      `json:"error"`
+	}
+	if err := json.Unmarshal(data, &env); err != nil {
+		return fmt.Errorf("control: malformed answer (HTTP %d): %v", resp.StatusCode, err)
+	}
+	if env.Error != nil {
+		return fromWire(env.Error)
+	}
+	if out != nil && len(env.Result) > 0 && string(env.Result) != "null" {
+		return json.Unmarshal(env.Result, out)
+	}
+	return nil
+}
+
+func (c *Client) Install(ctx context.Context, b *plugin.Bundle, opts host.InstallOptions) (host.InstallReport, error) {
+	path := "/v1/install"
+	if opts.AllowDowngrade {
+		path += "?allow_downgrade=1"
+	}
+	var r installReportJSON
+	err := c.do(ctx, http.MethodPost, path, b.Bytes(), &r)
+	return host.InstallReport{Name: r.Name, Version: r.Version, Digest: r.Digest, Decision: r.Decision.decision(), Previous: r.Previous, Unchanged: r.Unchanged}, err
+}
+
+func (c *Client) Remove(ctx context.Context, name string) error {
+	return c.do(ctx, http.MethodDelete, "/v1/plugins/"+url.PathEscape(name), nil, nil)
+}
+
+func (c *Client) Plugins(ctx context.Context) ([]host.PluginInfo, error) {
+	var ps []host.PluginInfo
+	err := c.do(ctx, http.MethodGet, "/v1/plugins", nil, &ps)
+	return ps, err
+}
+
+func (c *Client) Plugin(ctx context.Context, name string) (host.PluginInfo, error) {
+	var p host.PluginInfo
+	err := c.do(ctx, http.MethodGet, "/v1/plugins/"+url.PathEscape(name), nil, &p)
+	return p, err
+}
+
+func (c *Client) Evaluate(ctx context.Context, b *plugin.Bundle) (curator.Decision, error) {
+	var d decisionJSON
+	err := c.do(ctx, http.MethodPost, "/v1/evaluate", b.Bytes(), &d)
+	return d.decision(), err
+}
+
+func (c *Client) Tools(ctx context.Context) ([]host.ToolInfo, error) {
+	var ts []host.ToolInfo
+	err := c.do(ctx, http.MethodGet, "/v1/tools", nil, &ts)
+	return ts, err
+}
+
+func (c *Client) Call(ctx context.Context, tool string, args []byte) (json.RawMessage, error) {
+	var res json.RawMessage
+	err := c.do(ctx, http.MethodPost, "/v1/tools/"+url.PathEscape(tool)+"/call", args, &res)
+	return res, err
+}
+
+func (c *Client) TrustSet(ctx context.Context) (curator.TrustSet, error) {
+	var t trustSetJSON
+	err := c.do(ctx, http.MethodGet, "/v1/trust", nil, &t)
+	return t.trustSet(), err
+}
+
+func (c *Client) AddTrustedKey(ctx context.Context, name string, key signing.PublicKey) error {
+	body, _ := json.Marshal(trustKeyJSON{KeyID: key.ID(), Name: name, PublicKey: key})
+	return c.do(ctx, http.MethodPost, "/v1/trust/keys", body, nil)
+}
+
+func (c *Client) RemoveTrustedKey(ctx context.Context, id signing.KeyID) error {
+	return c.do(ctx, http.MethodDelete, "/v1/trust/keys/"+id.String(), nil, nil)
+}
+
+func (c *Client) Revoke(ctx context.Context, id signing.KeyID) error {
+	return c.do(ctx, http.MethodPut, "/v1/trust/revoked/"+id.String(), nil, nil)
+}
+
+func (c *Client) Unrevoke(ctx context.Context, id signing.KeyID) error {
+	return c.do(ctx, http.MethodDelete, "/v1/trust/revoked/"+id.String(), nil, nil)
+}
+
+func (c *Client) SetThreshold(ctx context.Context, n int) error {
+	return c.do(ctx, http.MethodPut, "/v1/trust/threshold/"+strconv.Itoa(n), nil, nil)
+}
+
+// WaitChange blocks until the host's tool set changes, ~25 s pass, or ctx
+// ends. It reports whether a change happened.
+func (c *Client) WaitChange(ctx context.Context) (bool, error) {
+	var s string
+	err := c.do(ctx, http.MethodGet, "/v1/changes", nil, &s)
+	return s == "changed", err
+}

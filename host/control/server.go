@@ -1,0 +1,218 @@
+package control
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"strconv"
+	"syscall"
+	"time"
+
+	"github.com/toolhost/toolhost/host"
+	"github.com/toolhost/toolhost/plugin"
+	"github.com/toolhost/toolhost/signing"
+)
+
+// SocketName is the control socket's file name inside the toolhost home.
+const SocketName = "control.sock"
+
+// maxSocketPath is the longest unix socket path Linux accepts.
+const maxSocketPath = 107
+
+// Listen creates the control socket at path (0600), replacing a stale one.
+// It fails if another live process is serving there.
+func Listen(path string) (net.Listener, error) {
+	if len(path) > maxSocketPath {
+		return nil, fmt.Errorf("control: socket path %s is longer than %d bytes; use a shorter --home", path, maxSocketPath)
+	}
+	if c, err := net.DialTimeout("unix", path, time.Second); err == nil {
+		c.Close()
+		return nil, fmt.Errorf("control: another toolhost process is already serving %s", path)
+	}
+	_ = os.Remove(path)
+	old := syscall.Umask(0o177)
+	l, err := net.Listen("unix", path)
+	syscall.Umask(old)
+	if err != nil {
+		return nil, fmt.Errorf("control: listen on %s: %w", path, err)
+	}
+	if err := os.Chmod(path, 0o600); err != nil {
+		l.Close()
+		return nil, err
+	}
+	return &sameUserListener{l.(*net.UnixListener)}, nil
+}
+
+// sameUserListener drops connections from other users.
+type sameUserListener struct{ *net.UnixListener }
+
+func (l *sameUserListener) Accept() (net.Conn, error) {
+	for {
+		c, err := l.UnixListener.AcceptUnix()
+		if err != nil {
+			return nil, err
+		}
+		if peerIsSelf(c) {
+			return c, nil
+		}
+		c.Close()
+	}
+}
+
+func peerIsSelf(c *net.UnixConn) bool {
+	raw, err := c.SyscallConn()
+	if err != nil {
+		return false
+	}
+	var cred *syscall.Ucred
+	var credErr error
+	if err := raw.Control(func(fd uintptr) {
+		cred, credErr = syscall.GetsockoptUcred(int(fd), syscall.SOL_SOCKET, syscall.SO_PEERCRED)
+	}); err != nil || credErr != nil {
+		return false
+	}
+	return int(cred.Uid) == os.Getuid()
+}
+
+// Serve answers API requests on l until ctx ends.
+func Serve(ctx context.Context, l net.Listener, api API, changes func() <-chan struct{}, log *slog.Logger) error {
+	srv := &http.Server{Handler: Handler(api, changes), ReadHeaderTimeout: 10 * time.Second, ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelWarn)}
+	go func() {
+		<-ctx.Done()
+		sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		_ = srv.Shutdown(sctx)
+	}()
+	if err := srv.Serve(l); err != nil && !errors.Is(err, http.ErrServerClosed) {
+		return err
+	}
+	return nil
+}
+
+// Handler is the control API over HTTP. changes, when not nil, returns a
+// channel closed at the next change of the tool set (for GET /v1/changes).
+func Handler(api API, changes func() <-chan struct{}) http.Handler {
+	mux := http.NewServeMux()
+	reply := func(w http.ResponseWriter, v any, err error) {
+		w.Header().Set("Content-Type", "application/json")
+		if err != nil {
+			w.WriteHeader(http.StatusUnprocessableEntity)
+			_ = json.NewEncoder(w).Encode(struct {
+				Error *wireError `json:"error"`
+			}{toWire(err)})
+			return
+		}
+		_ = json.NewEncoder(w).Encode(struct {
+			Result any `json:"result"`
+		}{v})
+	}
+	bundleFrom := func(r *http.Request) (*plugin.Bundle, error) {
+		return plugin.Decode(r.Body)
+	}
+	keyID := func(r *http.Request) (signing.KeyID, error) { return signing.ParseKeyID(r.PathValue("id")) }
+
+	mux.HandleFunc("GET /v1/ping", func(w http.ResponseWriter, r *http.Request) { reply(w, "pong", nil) })
+	mux.HandleFunc("POST /v1/install", func(w http.ResponseWriter, r *http.Request) {
+		b, err := bundleFrom(r)
+		if err != nil {
+			reply(w, nil, err)
+			return
+		}
+		rep, err := api.Install(r.Context(), b, host.InstallOptions{AllowDowngrade: r.URL.Query().Get("allow_downgrade") == "1"})
+		reply(w, installReportJSON{Name: rep.Name, Version: rep.Version, Digest: rep.Digest, Decision: toDecisionJSON(rep.Decision), Previous: rep.Previous, Unchanged: rep.Unchanged}, err)
+	})
+	mux.HandleFunc("POST /v1/evaluate", func(w http.ResponseWriter, r *http.Request) {
+		b, err := bundleFrom(r)
+		if err != nil {
+			reply(w, nil, err)
+			return
+		}
+		d, err := api.Evaluate(r.Context(), b)
+		reply(w, toDecisionJSON(d), err)
+	})
+	mux.HandleFunc("GET /v1/plugins", func(w http.ResponseWriter, r *http.Request) {
+		ps, err := api.Plugins(r.Context())
+		reply(w, ps, err)
+	})
+	mux.HandleFunc("GET /v1/plugins/{name}", func(w http.ResponseWriter, r *http.Request) {
+		p, err := api.Plugin(r.Context(), r.PathValue("name"))
+		reply(w, p, err)
+	})
+	mux.HandleFunc("DELETE /v1/plugins/{name}", func(w http.ResponseWriter, r *http.Request) {
+		reply(w, nil, api.Remove(r.Context(), r.PathValue("name")))
+	})
+	mux.HandleFunc("GET /v1/tools", func(w http.ResponseWriter, r *http.Request) {
+		ts, err := api.Tools(r.Context())
+		reply(w, ts, err)
+	})
+	mux.HandleFunc("POST /v1/tools/{name}/call", func(w http.ResponseWriter, r *http.Request) {
+		args, err := io.ReadAll(io.LimitReader(r.Body, 8<<20))
+		if err != nil {
+			reply(w, nil, err)
+			return
+		}
+		res, err := api.Call(r.Context(), r.PathValue("name"), args)
+		reply(w, res, err)
+	})
+	mux.HandleFunc("GET /v1/trust", func(w http.ResponseWriter, r *http.Request) {
+		ts, err := api.TrustSet(r.Context())
+		reply(w, toTrustSetJSON(ts), err)
+	})
+	mux.HandleFunc("POST /v1/trust/keys", func(w http.ResponseWriter, r *http.Request) {
+		var k trustKeyJSON
+		if err := json.NewDecoder(io.LimitReader(r.Body, 64<<10)).Decode(&k); err != nil {
+			reply(w, nil, err)
+			return
+		}
+		reply(w, nil, api.AddTrustedKey(r.Context(), k.Name, k.PublicKey))
+	})
+	mux.HandleFunc("DELETE /v1/trust/keys/{id}", func(w http.ResponseWriter, r *http.Request) {
+		id, err := keyID(r)
+		if err == nil {
+			err = api.RemoveTrustedKey(r.Context(), id)
+		}
+		reply(w, nil, err)
+	})
+	mux.HandleFunc("PUT /v1/trust/revoked/{id}", func(w http.ResponseWriter, r *http.Request) {
+		id, err := keyID(r)
+		if err == nil {
+			err = api.Revoke(r.Context(), id)
+		}
+		reply(w, nil, err)
+	})
+	mux.HandleFunc("DELETE /v1/trust/revoked/{id}", func(w http.ResponseWriter, r *http.Request) {
+		id, err := keyID(r)
+		if err == nil {
+			err = api.Unrevoke(r.Context(), id)
+		}
+		reply(w, nil, err)
+	})
+	mux.HandleFunc("PUT /v1/trust/threshold/{n}", func(w http.ResponseWriter, r *http.Request) {
+		n, err := strconv.Atoi(r.PathValue("n"))
+		if err == nil {
+			err = api.SetThreshold(r.Context(), n)
+		}
+		reply(w, nil, err)
+	})
+	mux.HandleFunc("GET /v1/changes", func(w http.ResponseWriter, r *http.Request) {
+		if changes == nil {
+			http.NotFound(w, r)
+			return
+		}
+		ch := changes()
+		select {
+		case <-ch:
+			reply(w, "changed", nil)
+		case <-time.After(25 * time.Second):
+			reply(w, "timeout", nil)
+		case <-r.Context().Done():
+		}
+	})
+	return mux
+}
