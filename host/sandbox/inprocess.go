@@ -57,6 +57,9 @@ func (e *InProcess) Close(ctx context.Context) error { return e.cache.Close(ctx)
 
 // Compile implements Engine.
 func (e *InProcess) Compile(ctx context.Context, spec Spec) (Module, error) {
+	if err := Prevalidate(spec); err != nil {
+		return nil, err
+	}
 	sum := sha256.Sum256(spec.Wasm)
 	lim := spec.Limits
 	manifest := extism.Manifest{
@@ -66,6 +69,8 @@ func (e *InProcess) Compile(ctx context.Context, spec Spec) (Module, error) {
 	}
 	rc := wazero.NewRuntimeConfig().
 		WithCloseOnContextDone(true).
+		WithDebugInfoEnabled(false). // DWARF parsing of hostile sections is not hardened
+
 		WithMemoryLimitPages(lim.MemoryPages).
 		WithCompilationCache(e.cache)
 	cp, err := extism.NewCompiledPlugin(ctx, manifest, extism.PluginConfig{RuntimeConfig: rc, EnableWasi: true}, nil)

@@ -121,6 +121,8 @@ func refusals() []refusal {
 		{name: "truncated data", wasm: mod(memOne, sec(11, u32(1), b(0x00, 0x41, 0x00, 0x0b), u32(10), b(1, 2))), want: ErrInvalidModule, substr: "data segment of 10 bytes"},
 		{name: "module too large", wasm: mod(sec(0, str("pad"), make([]byte, 100))), policy: pol(func(p *Policy) { p.MaxModuleBytes = 64 }), want: ErrPolicy, rule: RuleModuleSize},
 		{name: "data bytes above limit", wasm: mod(memOne, sec(11, vec(cat(b(0x01), u32(10), make([]byte, 10))))), policy: pol(func(p *Policy) { p.MaxDataBytes = 9 }), want: ErrPolicy, rule: RuleDataBytes},
+		{name: "too many types", wasm: mod(sec(1, vec(b(0x60, 0, 0), b(0x60, 0, 0)))), policy: pol(func(p *Policy) { p.MaxTypes = 1 }), want: ErrPolicy, rule: RuleTypeCount},
+		{name: "too many globals", wasm: mod(sec(6, vec(b(0x7f, 0, 0x41, 0, 0x0b), b(0x7f, 0, 0x41, 0, 0x0b)))), policy: pol(func(p *Policy) { p.MaxGlobals = 1 }), want: ErrPolicy, rule: RuleGlobalCount},
 		{name: "too many functions", wasm: mod(typeVoid, sec(3, vec(b(0), b(0))), sec(10, vec(body(u32(0)), body(u32(0))))), policy: pol(func(p *Policy) { p.MaxFunctions = 1 }), want: ErrPolicy, rule: RuleFunctionCount},
 
 		// ---- LEB128 ----
@@ -211,7 +213,7 @@ func readTestdata(t testing.TB, name string) []byte {
 }
 
 func TestAcceptsRealModules(t *testing.T) {
-	for _, name := range []string{"empty.wasm", "plugin.wasm", "features.wasm", "extism-kernel-v1.7.0.wasm"} {
+	for _, name := range []string{"empty.wasm", "plugin.wasm", "features.wasm", "experimental.wasm", "extism-kernel-v1.7.0.wasm"} {
 		t.Run(name, func(t *testing.T) {
 			wasm := readTestdata(t, name)
 			m, err := Check(wasm, allowAll)
@@ -278,7 +280,7 @@ func TestFeaturesSummary(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !m.UsesTableGrow || len(m.Tables) != 2 || !m.HasDataCount || m.DataCount != 1 {
+	if !m.UsesTableGrow || len(m.Tables) != 2 || !m.HasDataCount || m.DataCount != 1 || m.ElementSegments != 2 {
 		t.Errorf("%+v", m)
 	}
 	if len(m.CustomSections) != 1 || m.CustomSections[0] != "name" {
@@ -356,20 +358,41 @@ func TestNameSectionAccepted(t *testing.T) {
 	}
 }
 
-// Every prefix of a valid module must be refused without panicking.
+// Every prefix of a valid module must be handled without panicking and, if
+// refused, with one of the two typed errors.
 func TestTruncations(t *testing.T) {
 	for _, name := range []string{"plugin.wasm", "features.wasm", "extism-kernel-v1.7.0.wasm"} {
 		wasm := readTestdata(t, name)
 		for n := 0; n < len(wasm); n++ {
-			if _, err := Check(wasm[:n], allowAll); err == nil && n < len(wasm) {
-				// A prefix ending exactly at a section boundary can be a
-				// valid module only if no function lacks its code.
-				if _, err2 := Check(wasm[:n], allowAll); err2 != nil {
-					t.Fatalf("%s[:%d]: nondeterministic", name, n)
-				}
+			m, err := Check(wasm[:n], allowAll)
+			if err := checkResult(m, err); err != nil {
+				t.Fatalf("%s[:%d]: %v", name, n, err)
 			}
 		}
 	}
+}
+
+// checkResult verifies the contract of Check's results.
+func checkResult(m *Module, err error) error {
+	var e *Error
+	var pe *PolicyError
+	switch {
+	case err == nil:
+		if m == nil {
+			return errors.New("nil module without error")
+		}
+	case errors.As(err, &e):
+		if m != nil || !errors.Is(err, ErrInvalidModule) {
+			return errors.New("invalid-module error with a module or without ErrInvalidModule")
+		}
+	case errors.As(err, &pe):
+		if !errors.Is(err, ErrPolicy) || pe.Rule == "" || pe.Reason == "" {
+			return errors.New("malformed policy error")
+		}
+	default:
+		return errors.New("untyped error: " + err.Error())
+	}
+	return nil
 }
 
 // Check must not allocate more than a small constant factor of the input.

@@ -24,14 +24,26 @@
 //     0..12) and in canonical order, the "name" custom section (which wazero
 //     always decodes) is well formed, and the declared sizes respect the
 //     Policy: so wazero's decoder allocates at most a constant factor of the
-//     module size, and tables and memory are bounded by the Policy.
+//     module size (plus what the Policy's locals limits allow: locals cost
+//     memory but almost no bytes), and tables and memory are bounded by the
+//     Policy.
+//
+// A table without a declared maximum is accepted only when no function uses
+// table.grow (the only way a table grows in wazero): Go's wasip1 output has
+// exactly such a table. On a policy refusal Check still returns the parsed
+// Module, so hosts can show what the module asked for.
 //
 // # What Check does not do
 //
 // It is not a full validator. It does not type-check function bodies,
 // constant expressions or most index references; wazero's own validation
-// still runs at CompileModule and remains required. Instruction sequences are
-// only walked far enough to keep block nesting in sync and to find table.grow.
+// still runs at CompileModule and remains required. Function bodies are
+// decoded opcode by opcode (every immediate, so block nesting stays in sync
+// and table.grow is found) but not type-checked. It does not look inside
+// custom sections other than "name"; in particular wazero (DWARF enabled by
+// default) hands .debug_* sections to Go's debug/dwarf, which is not
+// hardened against hostile input: run wazero with WithDebugInfoEnabled(false)
+// or refuse modules whose Module.CustomSections contain ".debug_" names.
 // It does not bound what a valid module does at run time (CPU time, stack
 // depth, memory.grow up to the runtime page limit): configure those on the
 // runtime (wazero WithMemoryLimitPages, WithCloseOnContextDone, a deadline)

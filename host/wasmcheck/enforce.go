@@ -13,9 +13,7 @@ func (c *checker) enforce(p Policy) error {
 		n     int
 		limit int
 	}{
-		{"types", m.Types, limitTypes},
 		{"exports", len(m.Exports), limitExports},
-		{"globals", m.Globals, limitGlobals},
 		{"tables", len(m.Tables), limitTables},
 		{"element segments", m.ElementSegments, limitElementSegments},
 		{"data segments", m.DataSegments, limitDataSegments},
@@ -101,6 +99,12 @@ func (c *checker) enforce(p Policy) error {
 	// Sizes.
 	if m.DataBytes > int64(p.MaxDataBytes) {
 		return refuse(RuleDataBytes, "data segments hold %d bytes but at most %d are allowed", m.DataBytes, p.MaxDataBytes)
+	}
+	if m.Types > p.MaxTypes {
+		return refuse(RuleTypeCount, "module has %d types but at most %d are allowed", m.Types, p.MaxTypes)
+	}
+	if m.Globals > p.MaxGlobals {
+		return refuse(RuleGlobalCount, "module defines %d globals but at most %d are allowed", m.Globals, p.MaxGlobals)
 	}
 	if m.Functions > p.MaxFunctions {
 		return refuse(RuleFunctionCount, "module defines %d functions but at most %d are allowed", m.Functions, p.MaxFunctions)

@@ -56,6 +56,8 @@ const (
 	RuleElementEntries   Rule = "element-entries"    // element segment entries above MaxElementEntries
 	RuleDataBytes        Rule = "data-bytes"         // data segment bytes above MaxDataBytes
 	RuleFunctionCount    Rule = "function-count"     // defined functions above MaxFunctions
+	RuleTypeCount        Rule = "type-count"         // types above MaxTypes
+	RuleGlobalCount      Rule = "global-count"       // defined globals above MaxGlobals
 	RuleLocals           Rule = "locals"             // locals per function / in total above the limits
 	RuleRequiredExport   Rule = "required-export"    // a RequiredExports name is missing or not a function
 	RuleLimit            Rule = "implementation-limit"

@@ -49,11 +49,11 @@ const bomb = 0xFFFFFFFF
 
 var (
 	// Common building blocks.
-	typeVoid   = sec(1, vec(b(0x60, 0, 0)))                     // type 0: [] -> []
-	funcOne    = sec(3, vec(b(0)))                              // one function of type 0
-	codeOne    = sec(10, vec(cat(u32(2), b(0x00, 0x0b))))       // body: no locals, end
-	memOne     = sec(5, vec(b(0x01, 0x01, 0x02)))               // memory min 1 max 2
-	exportRun  = sec(7, vec(cat(str("run"), b(0x00, 0x00))))    // export func 0 as "run"
+	typeVoid  = sec(1, vec(b(0x60, 0, 0)))                  // type 0: [] -> []
+	funcOne   = sec(3, vec(b(0)))                           // one function of type 0
+	codeOne   = sec(10, vec(cat(u32(2), b(0x00, 0x0b))))    // body: no locals, end
+	memOne    = sec(5, vec(b(0x01, 0x01, 0x02)))            // memory min 1 max 2
+	exportRun = sec(7, vec(cat(str("run"), b(0x00, 0x00)))) // export func 0 as "run"
 )
 
 // body builds a function body from local declarations and instructions

@@ -28,11 +28,18 @@ type Policy struct {
 	MaxFunctions int
 	// MaxImports bounds the number of imports of any kind.
 	MaxImports int
+	// MaxTypes bounds the entries of the type section and MaxGlobals the
+	// globals defined by the module: wazero keeps ~200 (type) and ~130
+	// (global) bytes of heap per entry, from 3-5 bytes of input.
+	MaxTypes   int
+	MaxGlobals int
 	// MaxLocalsPerFunction bounds parameters plus declared locals of any one
 	// function. wazero allocates 8 bytes per local at decode time.
 	MaxLocalsPerFunction int
-	// MaxTotalLocals bounds the declared locals summed over all functions
-	// (wazero keeps them all in memory for the life of the compiled module).
+	// MaxTotalLocals bounds the declared locals summed over all functions.
+	// Locals cost wazero memory (8 bytes each at decode time, ~70 in the
+	// interpreter) but almost no input bytes: a 28-byte function can declare
+	// 50,000 of them.
 	MaxTotalLocals int
 	// AllowedImports reports whether the host provides the import
 	// module.name. Called for function and global imports only (memory and
@@ -51,8 +58,10 @@ const (
 	DefaultMaxDataBytes         = 16 << 20 // 16 MiB
 	DefaultMaxFunctions         = 100_000
 	DefaultMaxImports           = 1_000
-	DefaultMaxLocalsPerFunction = 50_000 // the JS-API web limit
-	DefaultMaxTotalLocals       = 1 << 21
+	DefaultMaxTypes             = 50_000
+	DefaultMaxGlobals           = 50_000
+	DefaultMaxLocalsPerFunction = 50_000  // the JS-API web limit
+	DefaultMaxTotalLocals       = 1 << 19 // 524288
 )
 
 // Fixed implementation limits, from the WebAssembly JS-API "Limits" section
@@ -91,6 +100,8 @@ func (p Policy) withDefaults() Policy {
 	intDef(&p.MaxDataBytes, DefaultMaxDataBytes, limitModuleBytes)
 	intDef(&p.MaxFunctions, DefaultMaxFunctions, limitFunctions)
 	intDef(&p.MaxImports, DefaultMaxImports, limitImports)
+	intDef(&p.MaxTypes, DefaultMaxTypes, limitTypes)
+	intDef(&p.MaxGlobals, DefaultMaxGlobals, limitGlobals)
 	intDef(&p.MaxLocalsPerFunction, DefaultMaxLocalsPerFunction, limitLocals)
 	intDef(&p.MaxTotalLocals, DefaultMaxTotalLocals, limitModuleBytes)
 	if p.MaxMemoryPages == 0 {
