@@ -28,6 +28,9 @@ type Options struct {
 	AllowUnsigned bool
 	// Now returns the current time; nil means time.Now.
 	Now func() time.Time
+	// AllowPrivateNetwork lets plugins that were granted a host reach it
+	// even at loopback, private or link-local addresses. Off by default.
+	AllowPrivateNetwork bool
 	// MaxArgumentBytes caps a call's arguments JSON; 0 means 1 MiB.
 	MaxArgumentBytes int
 }
@@ -217,7 +220,7 @@ func (h *Host) Call(ctx context.Context, tool string, args []byte) (json.RawMess
 	if err != nil {
 		return nil, err
 	}
-	mod, err := ref.plugin.module(ctx, h.opts.Engine)
+	mod, err := ref.plugin.module(ctx, h.opts.Engine, h.opts.AllowPrivateNetwork)
 	if err != nil {
 		return nil, err
 	}

@@ -124,7 +124,7 @@ func (h *Host) checkToolNames(m *plugin.Manifest) error {
 func (h *Host) checkModule(ctx context.Context, b *plugin.Bundle) error {
 	m := b.Manifest()
 	l := &loaded{name: m.Name, digest: b.Digest(), manifest: m, wasm: b.Wasm}
-	mod, err := h.opts.Engine.Compile(ctx, l.spec())
+	mod, err := h.opts.Engine.Compile(ctx, l.spec(h.opts.AllowPrivateNetwork))
 	if err != nil {
 		var se *sandbox.Error
 		if errors.As(err, &se) {

@@ -135,7 +135,7 @@ func (l *loaded) available(now time.Time, allowUnsigned bool) error {
 }
 
 // module compiles the plugin on first use.
-func (l *loaded) module(ctx context.Context, engine sandbox.Engine) (sandbox.Module, error) {
+func (l *loaded) module(ctx context.Context, engine sandbox.Engine, allowPrivate bool) (sandbox.Module, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.mod != nil {
@@ -144,7 +144,7 @@ func (l *loaded) module(ctx context.Context, engine sandbox.Engine) (sandbox.Mod
 	if l.compileErr != nil {
 		return nil, l.compileErr
 	}
-	mod, err := engine.Compile(ctx, l.spec())
+	mod, err := engine.Compile(ctx, l.spec(allowPrivate))
 	if err != nil {
 		if se, ok := err.(*sandbox.Error); ok {
 			l.compileErr = se
@@ -157,7 +157,7 @@ func (l *loaded) module(ctx context.Context, engine sandbox.Engine) (sandbox.Mod
 	return mod, nil
 }
 
-func (l *loaded) spec() sandbox.Spec {
+func (l *loaded) spec(allowPrivate bool) sandbox.Spec {
 	exports := make([]string, len(l.manifest.Tools))
 	for i, t := range l.manifest.Tools {
 		exports[i] = t.Export
@@ -165,6 +165,7 @@ func (l *loaded) spec() sandbox.Spec {
 	return sandbox.Spec{
 		Key: l.digest.String(), Name: l.name, Wasm: l.wasm,
 		Limits: l.manifest.Limits.Effective(), Permissions: l.manifest.Permissions, Exports: exports,
+		AllowPrivateNetwork: allowPrivate,
 	}
 }
 

@@ -73,16 +73,23 @@ func (e *InProcess) Compile(ctx context.Context, spec Spec) (Module, error) {
 
 		WithMemoryLimitPages(lim.MemoryPages).
 		WithCompilationCache(e.cache)
-	cp, err := extism.NewCompiledPlugin(ctx, manifest, extism.PluginConfig{RuntimeConfig: rc, EnableWasi: true}, nil)
+	files, err := openGrants(spec.Permissions.AllowedPaths)
 	if err != nil {
+		return nil, err
+	}
+	eg := egress{hosts: spec.Permissions.AllowedHosts, allowPrivate: spec.AllowPrivateNetwork}
+	cp, err := extism.NewCompiledPlugin(ctx, manifest, extism.PluginConfig{RuntimeConfig: rc, EnableWasi: true}, hostFunctions(eg))
+	if err != nil {
+		files.close()
 		return nil, Errorf(CodeInvalidModule, "the module does not compile: %v", err)
 	}
-	return &inProcessModule{spec: spec, compiled: cp}, nil
+	return &inProcessModule{spec: spec, compiled: cp, files: files}, nil
 }
 
 type inProcessModule struct {
 	spec     Spec
 	compiled *extism.CompiledPlugin
+	files    *readOnlyFiles
 	closeMu  sync.RWMutex
 	closed   bool
 }
@@ -94,6 +101,7 @@ func (m *inProcessModule) Close(ctx context.Context) error {
 		return nil
 	}
 	m.closed = true
+	m.files.close()
 	return m.compiled.Close(ctx)
 }
 
@@ -135,13 +143,21 @@ func (m *inProcessModule) Call(ctx context.Context, export string, input []byte)
 		WithSysNanotime().
 		WithSysNanosleep().
 		WithRandSource(rand.Reader).
-		WithStderr(stderr)
+		WithStderr(stderr).
+		WithFSConfig(m.files.cfg)
+	state := &callState{}
+	ctx = context.WithValue(ctx, callStateKey{}, state)
 	inst, err := m.compiled.Instance(ctx, extism.PluginInstanceConfig{ModuleConfig: mc})
 	if err != nil {
 		return nil, classify(ctx, err, stderr, m.spec)
 	}
 	defer inst.Close(context.Background())
 	rc, out, err := inst.CallWithContext(ctx, export, input)
+	if err != nil || rc != 0 {
+		if denied := deniedError(state); denied != nil && ctx.Err() == nil {
+			return nil, denied
+		}
+	}
 	if err != nil {
 		return nil, classify(ctx, err, stderr, m.spec)
 	}

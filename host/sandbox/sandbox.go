@@ -57,6 +57,9 @@ type Spec struct {
 	Permissions plugin.Permissions
 	// Exports are the functions the manifest's tools call.
 	Exports []string
+	// AllowPrivateNetwork is the operator's explicit grant to reach
+	// loopback, private and link-local addresses (never the plugin's).
+	AllowPrivateNetwork bool
 }
 
 // Engine compiles modules. Implementations are safe for concurrent use.

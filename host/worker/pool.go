@@ -275,7 +275,7 @@ func (p *Pool) load(w *proc, spec *sandbox.Spec) error {
 	h := loadHeader{
 		Key: spec.Key, Name: spec.Name, MemoryPages: spec.Limits.MemoryPages, TimeoutMS: spec.Limits.TimeoutMS,
 		MaxOutput: spec.Limits.MaxOutputBytes, Hosts: spec.Permissions.AllowedHosts, Paths: spec.Permissions.AllowedPaths,
-		Exports: spec.Exports,
+		Exports: spec.Exports, Private: spec.AllowPrivateNetwork,
 	}
 	// Compiling a large module can take seconds; a module that makes the
 	// compiler run away is stopped by the same watchdogs as a call.

@@ -72,6 +72,7 @@ type loadHeader struct {
 	Hosts       []string          `json:"allowed_hosts,omitempty"`
 	Paths       map[string]string `json:"allowed_paths,omitempty"`
 	Exports     []string          `json:"exports"`
+	Private     bool              `json:"allow_private_network,omitempty"`
 }
 
 type callHeader struct {

@@ -112,7 +112,7 @@ func Serve(ctx context.Context, r io.Reader, w io.Writer, cacheDir string) error
 
 func specFromLoad(h loadHeader, wasm []byte) sandbox.Spec {
 	return sandbox.Spec{
-		Key: h.Key, Name: h.Name, Wasm: wasm, Exports: h.Exports,
+		Key: h.Key, Name: h.Name, Wasm: wasm, Exports: h.Exports, AllowPrivateNetwork: h.Private,
 		Limits:      plugin.Limits{MemoryPages: h.MemoryPages, TimeoutMS: h.TimeoutMS, MaxOutputBytes: h.MaxOutput},
 		Permissions: plugin.Permissions{AllowedHosts: h.Hosts, AllowedPaths: h.Paths},
 	}

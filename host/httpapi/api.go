@@ -1,0 +1,400 @@
+// Package httpapi is the host API over HTTP: the JSON routes of the
+// contract in DESIGN.md ("Host API over HTTP"), Prometheus metrics, and MCP
+// streamable HTTP at /mcp, all in front of a Backend (a *host.Host).
+//
+// Trust model: the server is meant for agents on the same machine. Every
+// route but /healthz needs the bearer token; every route refuses a Host
+// that is not one of the server's own names and an Origin that is not the
+// server's own (403), which is what stops a web page in the user's browser
+// from reaching the server through DNS rebinding or a cross-site request.
+// Request bodies are capped (413). Work is bounded: beyond MaxInFlight
+// calls overall or MaxInFlightPerPlugin for one plugin a call is refused at
+// once with busy (429, Retry-After) instead of queueing.
+package httpapi
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"crypto/subtle"
+	"encoding/json"
+	"errors"
+	"io"
+	"log/slog"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/toolhost/toolhost/host"
+	"github.com/toolhost/toolhost/host/mcpserver"
+	"github.com/toolhost/toolhost/host/sandbox"
+)
+
+// Defaults of Options.
+const (
+	DefaultMaxBodyBytes         = 1 << 20
+	DefaultMaxInFlight          = 64
+	DefaultMaxInFlightPerPlugin = 32
+)
+
+// Options configure New. Token is required.
+type Options struct {
+	// Token is the bearer token every route but /healthz requires.
+	Token string
+	// AllowedHosts are the accepted Host values (and Origin hosts), each
+	// "name" (any port) or "name:port". Empty means localhost, 127.0.0.1
+	// and [::1] on the port the connection arrived on. Add other names
+	// only when the operator asked for them (see LoopbackHosts).
+	AllowedHosts []string
+	// MaxBodyBytes caps request bodies (413 beyond); 0 means 1 MiB.
+	MaxBodyBytes int64
+	// MaxInFlight bounds tool calls running at once, over HTTP and MCP;
+	// 0 means DefaultMaxInFlight.
+	MaxInFlight int
+	// MaxInFlightPerPlugin bounds one plugin's calls running at once, so
+	// that one slow plugin cannot take every slot; 0 means
+	// DefaultMaxInFlightPerPlugin.
+	MaxInFlightPerPlugin int
+	// Logger receives one line per call (api, tool, plugin, digest,
+	// duration_ms, outcome; never argument values) and rejected requests.
+	// Nil discards.
+	Logger *slog.Logger
+	// Version is reported to MCP clients as the server version.
+	Version string
+	// MCPSessionTimeout ends an MCP session idle (no POST) this long; 0
+	// keeps sessions until the client ends them.
+	MCPSessionTimeout time.Duration
+}
+
+// API serves the host API. Create it with New, serve it with NewServer,
+// and Close it after the server has shut down.
+type API struct {
+	b       Backend
+	opts    Options
+	log     *slog.Logger
+	hosts   []hostPattern
+	token   [sha256.Size]byte
+	gate    *gate
+	metrics *metrics
+	mcp     *mcpserver.Server
+	mux     *http.ServeMux
+}
+
+// New validates opts and returns the API over b.
+func New(b Backend, opts Options) (*API, error) {
+	if b == nil {
+		return nil, errors.New("httpapi: a Backend is required")
+	}
+	if opts.Token == "" {
+		return nil, errors.New("httpapi: Options.Token is required: the API is never served without authentication")
+	}
+	hosts, err := parseHostPatterns(opts.AllowedHosts)
+	if err != nil {
+		return nil, err
+	}
+	if opts.MaxBodyBytes <= 0 {
+		opts.MaxBodyBytes = DefaultMaxBodyBytes
+	}
+	if opts.MaxInFlight <= 0 {
+		opts.MaxInFlight = DefaultMaxInFlight
+	}
+	if opts.MaxInFlightPerPlugin <= 0 {
+		opts.MaxInFlightPerPlugin = DefaultMaxInFlightPerPlugin
+	}
+	log := opts.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	a := &API{b: b, opts: opts, log: log, hosts: hosts, token: sha256.Sum256([]byte(opts.Token))}
+	a.metrics = newMetrics(b)
+	a.gate = newGate(b, a.metrics, log, opts.MaxInFlight, opts.MaxInFlightPerPlugin)
+	a.mcp = mcpserver.New(a.gate, opts.Version, mcpserver.WithLogger(log))
+	a.routes()
+	return a, nil
+}
+
+// Close stops the MCP server from following the backend. It does not
+// close the backend.
+func (a *API) Close() { a.mcp.Close() }
+
+func (a *API) routes() {
+	mux := http.NewServeMux()
+	open := func(pattern string, h http.HandlerFunc) { mux.Handle(pattern, a.guard(h, false)) }
+	authed := func(pattern string, h http.Handler) { mux.Handle(pattern, a.guard(h, true)) }
+
+	open("GET /healthz", a.healthz)
+	authed("GET /v1/tools", http.HandlerFunc(a.listTools))
+	authed("POST /v1/tools/{name}/call", http.HandlerFunc(a.callTool))
+	authed("GET /v1/plugins", http.HandlerFunc(a.listPlugins))
+	authed("GET /metrics", a.metrics.handler())
+	authed("/mcp", a.mcp.Handler(mcpserver.HTTPOptions{
+		HostChecked:    true,
+		MaxBodyBytes:   a.opts.MaxBodyBytes,
+		SessionTimeout: a.opts.MCPSessionTimeout,
+	}))
+
+	mux.Handle("/healthz", a.guard(methodNotAllowed("GET, HEAD"), false))
+	for pattern, allow := range map[string]string{
+		"/v1/tools": "GET, HEAD", "/v1/tools/{name}/call": "POST",
+		"/v1/plugins": "GET, HEAD", "/metrics": "GET, HEAD",
+	} {
+		authed(pattern, methodNotAllowed(allow))
+	}
+	authed("/", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		writeError(w, sandbox.Errorf(CodeNotFound, "no route %s %s; the API has GET /v1/tools, POST /v1/tools/{name}/call, GET /v1/plugins, GET /healthz, GET /metrics and /mcp", r.Method, r.URL.Path))
+	}))
+	a.mux = mux
+}
+
+func methodNotAllowed(allow string) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Allow", allow)
+		writeError(w, sandbox.Errorf(CodeMethodNotAllowed, "%s is not allowed on %s; use %s", r.Method, r.URL.Path, allow))
+	})
+}
+
+// ServeHTTP routes the request and counts it by route and status.
+func (a *API) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	rec := &statusRecorder{ResponseWriter: w}
+	a.mux.ServeHTTP(rec, r)
+	route := r.Pattern
+	if route == "" {
+		route = "none"
+	}
+	if rec.status == 0 {
+		rec.status = http.StatusOK
+	}
+	a.metrics.requests.WithLabelValues(route, strconv.Itoa(rec.status)).Inc()
+}
+
+// guard applies the Host and Origin checks, then the token when auth is set.
+func (a *API) guard(next http.Handler, auth bool) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if e := a.checkHostAndOrigin(r); e != nil {
+			a.log.Warn("request refused", "reason", e.Code, "host", r.Host, "origin", r.Header.Get("Origin"), "path", r.URL.Path, "remote", r.RemoteAddr)
+			writeError(w, &host.Error{Code: e.Code, Message: e.Message})
+			return
+		}
+		if auth && !a.authorized(r) {
+			a.log.Info("request refused", "reason", CodeUnauthorized, "path", r.URL.Path, "remote", r.RemoteAddr)
+			writeError(w, sandbox.Errorf(CodeUnauthorized, "missing or wrong bearer token: send the header \"Authorization: Bearer <token>\" with the token from $TOOLHOST_HOME/token (or TOOLHOST_TOKEN)"))
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+// authorized compares hashes in constant time, so neither the token's
+// bytes nor its length leak through timing.
+func (a *API) authorized(r *http.Request) bool {
+	scheme, token, ok := strings.Cut(r.Header.Get("Authorization"), " ")
+	if !ok || !strings.EqualFold(scheme, "Bearer") {
+		return false
+	}
+	sum := sha256.Sum256([]byte(strings.TrimSpace(token)))
+	return subtle.ConstantTimeCompare(sum[:], a.token[:]) == 1
+}
+
+func (a *API) healthz(w http.ResponseWriter, r *http.Request) {
+	writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
+}
+
+type openAITool struct {
+	Type     string         `json:"type"`
+	Function openAIFunction `json:"function"`
+}
+
+type openAIFunction struct {
+	Name        string          `json:"name"`
+	Description string          `json:"description"`
+	Parameters  json.RawMessage `json:"parameters"`
+}
+
+type mcpTool struct {
+	Name        string          `json:"name"`
+	Description string          `json:"description"`
+	InputSchema json.RawMessage `json:"inputSchema"`
+}
+
+func (a *API) listTools(w http.ResponseWriter, r *http.Request) {
+	tools := a.b.Tools()
+	switch format := r.URL.Query().Get("format"); format {
+	case "":
+		writeJSON(w, http.StatusOK, map[string][]host.ToolInfo{"tools": tools})
+	case "openai":
+		out := make([]openAITool, len(tools))
+		for i, t := range tools {
+			out[i] = openAITool{"function", openAIFunction{t.Name, t.Description, t.Parameters}}
+		}
+		writeJSON(w, http.StatusOK, map[string][]openAITool{"tools": out})
+	case "mcp":
+		out := make([]mcpTool, len(tools))
+		for i, t := range tools {
+			out[i] = mcpTool{t.Name, t.Description, t.Parameters}
+		}
+		writeJSON(w, http.StatusOK, map[string][]mcpTool{"tools": out})
+	default:
+		writeError(w, sandbox.Errorf(CodeInvalidRequest, "unknown format %q: use format=openai, format=mcp, or no format", format))
+	}
+}
+
+func (a *API) listPlugins(w http.ResponseWriter, r *http.Request) {
+	plugins := a.b.Plugins()
+	for i := range plugins {
+		// The manifest's content is already in the other fields; its exact
+		// signed bytes are for `toolhost plugin inspect`, not every listing.
+		plugins[i].Manifest = nil
+	}
+	writeJSON(w, http.StatusOK, map[string][]host.PluginInfo{"plugins": plugins})
+}
+
+func (a *API) callTool(w http.ResponseWriter, r *http.Request) {
+	name := r.PathValue("name")
+	if r.ContentLength > a.opts.MaxBodyBytes {
+		writeError(w, tooLarge(a.opts.MaxBodyBytes))
+		return
+	}
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, a.opts.MaxBodyBytes))
+	if err != nil {
+		var mbe *http.MaxBytesError
+		if errors.As(err, &mbe) {
+			writeError(w, tooLarge(mbe.Limit))
+			return
+		}
+		writeError(w, sandbox.Errorf(CodeInvalidRequest, "cannot read the request body: %v", err))
+		return
+	}
+	// The body is in: lift the read deadline, because net/http cancels the
+	// request's context when it passes, and a call may outlast ReadTimeout.
+	_ = http.NewResponseController(w).SetReadDeadline(time.Time{})
+	args, perr := parseCallBody(body)
+	if perr != nil {
+		writeError(w, perr)
+		return
+	}
+	res, err := a.gate.Call(withAPI(r.Context(), "http"), name, args)
+	if err != nil {
+		writeError(w, asError(err))
+		return
+	}
+	writeJSON(w, http.StatusOK, struct {
+		Result json.RawMessage `json:"result"`
+	}{res})
+}
+
+func tooLarge(limit int64) *host.Error {
+	return sandbox.Errorf(CodePayloadTooLarge, "the request body is larger than %d bytes; send smaller arguments", limit)
+}
+
+// parseCallBody reads {"arguments":{…}} strictly: one JSON object whose
+// only key is "arguments", exactly spelled and not repeated (encoding/json
+// would take the last duplicate and match keys case-insensitively). An
+// empty body, {} and "arguments": null all mean no arguments. The argument
+// object itself is passed on as raw bytes for the host to validate.
+func parseCallBody(body []byte) (json.RawMessage, *host.Error) {
+	shape := func(format string, args ...any) *host.Error {
+		return sandbox.Errorf(host.CodeInvalidArguments, "the request body must be {\"arguments\":{...}}: "+format, args...)
+	}
+	body = bytes.TrimSpace(body)
+	if len(body) == 0 {
+		return json.RawMessage("{}"), nil
+	}
+	dec := json.NewDecoder(bytes.NewReader(body))
+	if tok, err := dec.Token(); err != nil || tok != json.Delim('{') {
+		return nil, shape("the body is not a JSON object")
+	}
+	var args json.RawMessage
+	seen := false
+	for dec.More() {
+		tok, err := dec.Token()
+		if err != nil {
+			return nil, shape("invalid JSON: %v", err)
+		}
+		key, _ := tok.(string)
+		if key != "arguments" {
+			return nil, shape("unexpected key %q", key)
+		}
+		if seen {
+			return nil, shape(`"arguments" appears twice`)
+		}
+		seen = true
+		if err := dec.Decode(&args); err != nil {
+			return nil, shape("invalid JSON: %v", err)
+		}
+	}
+	if _, err := dec.Token(); err != nil {
+		return nil, shape("invalid JSON: %v", err)
+	}
+	if _, err := dec.Token(); err != io.EOF {
+		return nil, shape("unexpected data after the JSON object")
+	}
+	if len(args) == 0 || string(args) == "null" {
+		return json.RawMessage("{}"), nil
+	}
+	if args[0] != '{' {
+		return nil, shape(`"arguments" must be a JSON object, not %s`, jsonKind(args[0]))
+	}
+	return args, nil
+}
+
+func jsonKind(first byte) string {
+	switch first {
+	case '[':
+		return "an array"
+	case '"':
+		return "a string"
+	case 't', 'f':
+		return "a boolean"
+	default:
+		return "a number"
+	}
+}
+
+// statusRecorder notes the status for metrics. Unwrap lets
+// http.ResponseController reach the connection (flushes and deadlines for
+// MCP streams).
+type statusRecorder struct {
+	http.ResponseWriter
+	status int
+}
+
+func (s *statusRecorder) WriteHeader(code int) {
+	if s.status == 0 {
+		s.status = code
+	}
+	s.ResponseWriter.WriteHeader(code)
+}
+
+func (s *statusRecorder) Write(p []byte) (int, error) {
+	if s.status == 0 {
+		s.status = http.StatusOK
+	}
+	return s.ResponseWriter.Write(p)
+}
+
+func (s *statusRecorder) Unwrap() http.ResponseWriter { return s.ResponseWriter }
+
+// NewServer returns an http.Server for h on addr with timeouts suited to the
+// host API:
+//
+//   - ReadHeaderTimeout 10 s and ReadTimeout 30 s bound slow clients
+//     (headers, then a body of at most MaxBodyBytes). Handlers that run long
+//     (tool calls, MCP) lift the read deadline once the body is read, since
+//     net/http cancels a request's context when it passes.
+//   - WriteTimeout 2 min: above the 60 s maximum tool deadline plus
+//     compilation on a first call and encoding, so a slow call still gets
+//     its answer. MCP GET streams live for a whole session, so the MCP
+//     handler lifts the write deadline for them alone; everything else
+//     keeps this bound.
+//   - IdleTimeout 2 min for keep-alive connections; MaxHeaderBytes 64 KiB.
+func NewServer(h http.Handler, addr string) *http.Server {
+	return &http.Server{
+		Addr:              addr,
+		Handler:           h,
+		ReadHeaderTimeout: 10 * time.Second,
+		ReadTimeout:       30 * time.Second,
+		WriteTimeout:      2 * time.Minute,
+		IdleTimeout:       2 * time.Minute,
+		MaxHeaderBytes:    64 << 10,
+	}
+}

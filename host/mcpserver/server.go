@@ -1,0 +1,248 @@
+// Package mcpserver serves the host's tools over the Model Context Protocol,
+// with the official go-sdk, over stdio and streamable HTTP.
+//
+// The MCP tools mirror the backend: name, description, and the plugin's
+// signed JSON Schema as inputSchema, byte for byte. Arguments reach the
+// backend as raw JSON, so the host's validator is the only one and its
+// invalid_arguments message reaches the model as an isError result. When the
+// backend's tool set changes (a plugin installed or removed, a curator key
+// revoked), the server adds and removes tools and the SDK sends
+// notifications/tools/list_changed to every connected session.
+//
+// Trust model: this package authenticates nobody. Over HTTP serve it behind
+// httpapi, which checks the bearer token and the Host and Origin allow-lists;
+// over stdio the client that spawned the process is the user.
+package mcpserver
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"sync"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/toolhost/toolhost/host"
+	"github.com/toolhost/toolhost/host/sandbox"
+)
+
+// maxStdioLine caps one JSON-RPC message read over stdio, the same order
+// as the HTTP body cap (arguments are capped at 1 MiB by the host).
+const maxStdioLine = 4 << 20
+
+// Option configures New.
+type Option func(*config)
+
+type config struct {
+	logger *slog.Logger
+}
+
+// WithLogger sets the logger for the server and the SDK's own messages.
+// Without it nothing is logged.
+func WithLogger(l *slog.Logger) Option {
+	return func(c *config) { c.logger = l }
+}
+
+// Server is an MCP server whose tools follow a Backend. Create it with New
+// and stop it with Close.
+type Server struct {
+	b   Backend
+	mcp *mcp.Server
+	log *slog.Logger
+
+	mu sync.Mutex
+	// served maps each tool name on the MCP server to the definition it
+	// was added with, so a re-sync touches only what changed.
+	served map[string]string
+
+	stop      chan struct{}
+	done      chan struct{}
+	closeOnce sync.Once
+}
+
+// New returns a server that serves b's tools now and follows b.Changed
+// until Close. version is reported to clients as the server version.
+func New(b Backend, version string, opts ...Option) *Server {
+	cfg := config{logger: slog.New(slog.DiscardHandler)}
+	for _, o := range opts {
+		o(&cfg)
+	}
+	s := &Server{
+		b:      b,
+		log:    cfg.logger,
+		served: map[string]string{},
+		stop:   make(chan struct{}),
+		done:   make(chan struct{}),
+	}
+	s.mcp = mcp.NewServer(&mcp.Implementation{Name: "toolhost", Version: version}, &mcp.ServerOptions{
+		Logger: cfg.logger,
+		// Advertise tools with listChanged even while no plugin is
+		// installed, so that clients listen for the first install.
+		Capabilities: &mcp.ServerCapabilities{Tools: &mcp.ToolCapabilities{ListChanged: true}},
+	})
+	changed := s.sync()
+	go s.watch(changed)
+	return s
+}
+
+// Close stops following the backend. Sessions already connected stay
+// open until their transport ends.
+func (s *Server) Close() {
+	s.closeOnce.Do(func() { close(s.stop) })
+	<-s.done
+}
+
+func (s *Server) watch(changed <-chan struct{}) {
+	defer close(s.done)
+	for {
+		select {
+		case <-changed:
+			changed = s.sync()
+		case <-s.stop:
+			return
+		}
+	}
+}
+
+// sync makes the MCP server's tools equal to the backend's and returns the
+// channel that signals the next change. The channel is taken before the
+// tools are read, so a change during sync is never lost.
+func (s *Server) sync() <-chan struct{} {
+	changed := s.b.Changed()
+	want := s.b.Tools()
+
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	keep := make(map[string]bool, len(want))
+	var gone []string
+	for _, t := range want {
+		keep[t.Name] = true
+	}
+	for name := range s.served {
+		if !keep[name] {
+			gone = append(gone, name)
+			delete(s.served, name)
+		}
+	}
+	if len(gone) > 0 {
+		s.mcp.RemoveTools(gone...)
+	}
+	for _, t := range want {
+		def := definition(t)
+		if s.served[t.Name] == def {
+			continue
+		}
+		if err := s.addTool(t); err != nil {
+			// The tool stays callable over the HTTP API; MCP clients do not
+			// see it rather than seeing something the SDK rejects.
+			s.log.Error("mcp: tool left out", "tool", t.Name, "plugin", t.Plugin, "err", err)
+			if _, old := s.served[t.Name]; old {
+				s.mcp.RemoveTools(t.Name)
+				delete(s.served, t.Name)
+			}
+			continue
+		}
+		s.served[t.Name] = def
+	}
+	return changed
+}
+
+// definition identifies what a client sees of a tool.
+func definition(t host.ToolInfo) string {
+	return t.Name + "\x00" + t.Description + "\x00" + string(t.Parameters)
+}
+
+// addTool registers t with the low-level API: the schema goes out as the
+// exact signed bytes, and no SDK-side validation runs before the host's.
+func (s *Server) addTool(t host.ToolInfo) (err error) {
+	schema := bytes.Clone(t.Parameters)
+	var root struct {
+		Type any `json:"type"`
+	}
+	if err := json.Unmarshal(schema, &root); err != nil || root.Type != "object" {
+		return errors.New(`parameters are not a JSON Schema object with "type": "object"`)
+	}
+	// AddTool panics on definitions it refuses (for example a malformed
+	// x-mcp-header annotation); a signed manifest must not take the
+	// server down with it.
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("refused by the MCP SDK: %v", r)
+		}
+	}()
+	s.mcp.AddTool(&mcp.Tool{
+		Name:        t.Name,
+		Description: t.Description,
+		InputSchema: json.RawMessage(schema),
+	}, s.callTool)
+	return nil
+}
+
+func (s *Server) callTool(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+	if req.Params == nil {
+		return errorResult(sandbox.Errorf(host.CodeInvalidArguments, "tools/call needs params with a tool name")), nil
+	}
+	res, err := s.b.Call(ctx, req.Params.Name, req.Params.Arguments)
+	if err != nil {
+		return errorResult(err), nil
+	}
+	return successResult(res), nil
+}
+
+// errorResult turns a call failure into a tool result the model reads:
+// "code: message", with isError set, as the MCP spec asks for tool errors.
+func errorResult(err error) *mcp.CallToolResult {
+	var he *host.Error
+	if !errors.As(err, &he) {
+		he = &host.Error{Code: sandbox.CodeInternal, Message: err.Error()}
+	}
+	return &mcp.CallToolResult{
+		IsError: true,
+		Content: []mcp.Content{&mcp.TextContent{Text: string(he.Code) + ": " + he.Message}},
+	}
+}
+
+// successResult returns the result JSON as text, and also as
+// structuredContent when it is an object (the only shape the spec allows
+// there). A JSON string result is a plugin's plain-text output: it goes out
+// unquoted, as the text the plugin wrote.
+func successResult(res json.RawMessage) *mcp.CallToolResult {
+	res = bytes.TrimSpace(res)
+	text := string(res)
+	if len(res) > 0 && res[0] == '"' {
+		var str string
+		if json.Unmarshal(res, &str) == nil {
+			text = str
+		}
+	}
+	r := &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: text}}}
+	if len(res) > 0 && res[0] == '{' {
+		r.StructuredContent = json.RawMessage(bytes.Clone(res))
+	}
+	return r
+}
+
+// RunStdio serves one MCP session over stdin and stdout until the client
+// closes stdin or ctx is done; both end it without error. Nothing else may
+// write to stdout meanwhile.
+func (s *Server) RunStdio(ctx context.Context) error {
+	return s.run(ctx, &mcp.StdioTransport{MaxLineLength: maxStdioLine})
+}
+
+// Run serves one MCP session of newline-delimited JSON-RPC over r and w,
+// like RunStdio.
+func (s *Server) Run(ctx context.Context, r io.ReadCloser, w io.WriteCloser) error {
+	return s.run(ctx, &mcp.IOTransport{Reader: r, Writer: w, MaxLineLength: maxStdioLine})
+}
+
+func (s *Server) run(ctx context.Context, t mcp.Transport) error {
+	err := s.mcp.Run(ctx, t)
+	if ctx.Err() != nil && errors.Is(err, ctx.Err()) {
+		return nil
+	}
+	return err
+}
