@@ -100,12 +100,12 @@ func (h *Host) Reload() error {
 	prev := h.plugins
 	h.mu.RUnlock()
 	for _, rec := range recs {
-		if old, ok := prev[rec.Name]; ok && old.digest == rec.Digest && old.integrityErr == nil {
-			old.evaluate(ts, h.opts.AllowUnsigned, h.opts.Now())
-			next[rec.Name] = old
-			continue
-		}
+		// Every load verifies the stored bytes again; only the compiled
+		// module of an unchanged plugin is kept.
 		l := h.loadRecord(rec, ts)
+		if old, ok := prev[rec.Name]; ok && l.integrityErr == nil && old.digest.Equal(l.digest) {
+			l.adoptModule(old)
+		}
 		if l.integrityErr != nil {
 			if _, already := quarantined[rec.Name]; !already {
 				h.log.Error("plugin quarantined: its stored bytes do not verify", "plugin", rec.Name, "err", l.integrityErr)

@@ -169,6 +169,18 @@ func (l *loaded) spec(allowPrivate bool) sandbox.Spec {
 	}
 }
 
+// adoptModule takes over old's compiled module (same digest), so a reload
+// does not recompile unchanged plugins.
+func (l *loaded) adoptModule(old *loaded) {
+	old.mu.Lock()
+	mod := old.mod
+	old.mod = nil
+	old.mu.Unlock()
+	l.mu.Lock()
+	l.mod = mod
+	l.mu.Unlock()
+}
+
 func (l *loaded) unload() {
 	l.mu.Lock()
 	mod := l.mod

@@ -7,6 +7,7 @@ import (
 	"path"
 	"regexp"
 	"strings"
+	"unicode"
 
 	"github.com/toolhost/toolhost/internal/strictjson"
 )
@@ -21,6 +22,7 @@ const (
 	MaxParameterBytes  = 64 << 10
 	MaxTools           = 64
 	MaxMemoryPages     = 4096 // 256 MiB
+	MinMemoryPages     = 16   // the Extism kernel's own memory
 	MaxTimeoutMS       = 60_000
 	MaxOutputBytes     = 16 << 20
 	MaxDescriptionLen  = 4096
@@ -170,6 +172,8 @@ func (m *Manifest) validate() error {
 func (m *Manifest) validateLimitsAndPermissions() error {
 	l := m.Limits
 	switch {
+	case l.MemoryPages != 0 && l.MemoryPages < MinMemoryPages:
+		return invalid("limits.memory_pages %d is below %d: the Extism runtime alone needs 16 pages (1 MiB)", l.MemoryPages, MinMemoryPages)
 	case l.MemoryPages > MaxMemoryPages:
 		return invalid("limits.memory_pages %d is above the ceiling of %d (256 MiB)", l.MemoryPages, MaxMemoryPages)
 	case l.TimeoutMS > MaxTimeoutMS:
@@ -182,7 +186,7 @@ func (m *Manifest) validateLimitsAndPermissions() error {
 		return invalid("permissions.allowed_hosts: %d entries, the limit is %d", len(p.AllowedHosts), MaxAllowedHosts)
 	}
 	for _, h := range p.AllowedHosts {
-		if !hostRE.MatchString(h) {
+		if !hostRE.MatchString(h) || looksNumeric(h) {
 			return invalid("permissions.allowed_hosts: %q is not a lowercase host name (optionally \"*.\" + domain); IP addresses and ports are not accepted", truncate(h))
 		}
 	}
@@ -226,16 +230,44 @@ func (m *Manifest) Tool(name string) (*Tool, bool) {
 	return nil, false
 }
 
+// looksNumeric reports whether a host name would be read as an IPv4 address
+// (1.2.3.4, 127.1, 2130706433, 0x7f.1): URL parsers treat a host whose last
+// label starts with a digit as a number. No top-level domain starts with one.
+func looksNumeric(host string) bool {
+	last := host[strings.LastIndexByte(host, '.')+1:]
+	return last != "" && last[0] >= '0' && last[0] <= '9'
+}
+
 func checkText(field, s string) error {
 	if len(s) > MaxDescriptionLen {
 		return invalid("%s is %d bytes, the limit is %d", field, len(s), MaxDescriptionLen)
 	}
 	for _, r := range s {
-		if r < 0x20 && r != '\n' && r != '\t' || r == 0x7f || (r >= 0x202a && r <= 0x202e) || (r >= 0x2066 && r <= 0x2069) {
+		if hiddenRune(r) {
 			return invalid("%s contains control or bidirectional-override character %U, which can hide text from a reviewer", field, r)
 		}
 	}
 	return nil
+}
+
+// hiddenRune reports characters that display as nothing, or reorder what is
+// displayed, so a reviewer and a model could read different text: control
+// characters (C0, DEL and C1) except newline and tab, the Unicode bidi
+// controls, and the invisible tag characters used to smuggle instructions.
+func hiddenRune(r rune) bool {
+	switch {
+	case r == '\n' || r == '\t':
+		return false
+	case unicode.IsControl(r):
+		return true
+	case r == 0x061c || r == 0x200e || r == 0x200f: // ALM, LRM, RLM
+		return true
+	case r >= 0x202a && r <= 0x202e, r >= 0x2066 && r <= 0x2069:
+		return true
+	case r >= 0xe0000 && r <= 0xe007f: // tags
+		return true
+	}
+	return false
 }
 
 func truncate(s string) string {
