@@ -35,13 +35,14 @@ const (
 
 // globalOptions are the flags every command shares, and its I/O.
 type globalOptions struct {
-	home          string
-	allowUnsigned bool
-	workers       int
-	stdin         io.Reader
-	stdout        io.Writer
-	stderr        io.Writer
-	logger        *slog.Logger
+	home            string
+	allowUnsigned   bool
+	workers         int
+	allowPrivateNet bool
+	stdin           io.Reader
+	stdout          io.Writer
+	stderr          io.Writer
+	logger          *slog.Logger
 }
 
 // usageError marks errors in how a command was invoked.
@@ -116,7 +117,7 @@ policy, 4 tool call failed, 5 not found, 6 store busy.`,
 	pluginCmd.AddCommand(newPackCmd(g), newVerifyCmd(g), newInstallCmd(g), newListCmd(g), newInspectCmd(g), newRemoveCmd(g))
 	trustCmd := &cobra.Command{Use: "trust", Short: "Manage which curator keys are trusted"}
 	trustCmd.AddCommand(newTrustAddCmd(g), newTrustListCmd(g), newTrustRemoveCmd(g), newTrustRevokeCmd(g), newTrustUnrevokeCmd(g), newTrustPolicyCmd(g))
-	root.AddCommand(curatorCmd, pluginCmd, trustCmd, newCallCmd(g), newWorkerCmd(g))
+	root.AddCommand(curatorCmd, pluginCmd, trustCmd, newCallCmd(g), newServeCmd(g), newMCPCmd(g), newWorkerCmd(g))
 	markUsageErrors(root)
 	return root
 }
@@ -221,7 +222,7 @@ func (g *globalOptions) openHost(ctx context.Context) (*host.Host, func(), error
 		st.Close()
 		return nil, nil, err
 	}
-	h, err := host.New(host.Options{Store: st, Engine: engine, Logger: g.logger, AllowUnsigned: g.allowUnsigned})
+	h, err := host.New(host.Options{Store: st, Engine: engine, Logger: g.logger, AllowUnsigned: g.allowUnsigned, AllowPrivateNetwork: g.allowPrivateNet})
 	if err != nil {
 		engine.Close(ctx)
 		st.Close()
