@@ -45,4 +45,23 @@ cp "$DEMO/bundles/time.plugin" "$DEMO/tampered.plugin"
 printf 'X' | dd of="$DEMO/tampered.plugin" bs=1 seek=700 conv=notrunc status=none
 show $T plugin verify "$DEMO/tampered.plugin" || true
 
-printf '\nDone. Try it yourself:\n  export TOOLHOST_HOME=%s\n  %s call get_current_time %s\n' "$TOOLHOST_HOME" "$T" "'{\"timezone\":\"America/New_York\"}'"
+ADDR="${TOOLHOST_ADDR:-127.0.0.1:7411}"
+if [ -n "${DEMO_NO_SERVE:-}" ]; then
+  printf '\nDone (DEMO_NO_SERVE set: not serving). Try: TOOLHOST_HOME=%s %s call get_current_time %s\n' "$TOOLHOST_HOME" "$T" "'{}'"
+  exit 0
+fi
+
+step "Serving the tools to agents on http://$ADDR (Ctrl-C to stop)"
+cat <<EOT
+While it runs, in another terminal:
+  export TOOLHOST_HOME=$TOOLHOST_HOME
+  curl -s -H "Authorization: Bearer \$(cat \$TOOLHOST_HOME/token)" http://$ADDR/v1/tools
+  curl -s -H "Authorization: Bearer \$(cat \$TOOLHOST_HOME/token)" -d '{"arguments":{"timezone":"Asia/Tokyo"}}' http://$ADDR/v1/tools/get_current_time/call
+  $T plugin list          # the CLI works through the running host
+
+MCP client configuration (stdio), e.g. for Claude Desktop or Cursor:
+  {"mcpServers": {"toolhost": {"command": "$PWD/$T", "args": ["mcp"],
+                               "env": {"TOOLHOST_HOME": "$TOOLHOST_HOME"}}}}
+MCP over streamable HTTP: http://$ADDR/mcp with the same bearer token.
+EOT
+exec $T serve --addr "$ADDR"
