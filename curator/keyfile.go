@@ -2,6 +2,7 @@ package curator
 
 import (
 	"crypto/rand"
+	"encoding/json"
 	"encoding/base64"
 	"errors"
 	"fmt"
@@ -31,6 +32,11 @@ const (
 	scryptN, scryptR, scryptP = 1 << 16, 8, 1
 	maxKeyFileBytes           = 8 << 10
 )
+
+// scryptCostN is the N that MarshalPrivateKey writes. Tests lower it to the
+// smallest N that ParsePrivateKey accepts, so they need not spend a full
+// derivation per key file.
+var scryptCostN = scryptN
 
 var curatorNameRE = regexp.MustCompile(`^[a-zA-Z0-9][a-zA-Z0-9_.@-]{0,63}$`)
 
@@ -68,6 +74,9 @@ func MarshalPublicKey(name string, key signing.PublicKey) []byte {
 func ParsePublicKey(data []byte) (PublicKeyFile, error) {
 	if len(data) > maxKeyFileBytes {
 		return PublicKeyFile{}, fmt.Errorf("%w: public key file is larger than %d bytes", ErrMalformedKeyFile, maxKeyFileBytes)
+	}
+	if probeType(data) == privateKeyType {
+		return PublicKeyFile{}, fmt.Errorf("%w: this is a private key (.key); give the public key (.pub) instead — and keep the private key secret", ErrMalformedKeyFile)
 	}
 	var j publicKeyJSON
 	if err := strictjson.Decode(data, publicKeyShape, &j); err != nil {
@@ -117,6 +126,11 @@ var privateKeyShape = strictjson.Object{
 // unless passphrase is nil.
 func MarshalPrivateKey(name string, key signing.PrivateKey, passphrase []byte) ([]byte, error) {
 	j := privateKeyJSON{Type: privateKeyType, Name: name, KeyID: key.Public().ID().String()}
+	if passphrase != nil && len(passphrase) == 0 {
+		// ParsePrivateKey treats an empty passphrase as none given, so such
+		// a file could never be opened again.
+		return nil, errors.New("curator: empty passphrase: pass nil for an unencrypted key file")
+	}
 	if passphrase == nil {
 		j.KDF = "none"
 		j.Seed = base64.StdEncoding.EncodeToString(key.Seed())
@@ -129,7 +143,7 @@ func MarshalPrivateKey(name string, key signing.PrivateKey, passphrase []byte) (
 		if _, err := rand.Read(nonce); err != nil {
 			return nil, err
 		}
-		kdf := &scryptKDF{N: scryptN, R: scryptR, P: scryptP, Salt: base64.StdEncoding.EncodeToString(salt)}
+		kdf := &scryptKDF{N: scryptCostN, R: scryptR, P: scryptP, Salt: base64.StdEncoding.EncodeToString(salt)}
 		aead, err := kdf.aead(passphrase)
 		if err != nil {
 			return nil, err
@@ -154,7 +168,9 @@ func (k *scryptKDF) aead(passphrase []byte) (interface {
 	if err != nil || len(salt) < 16 {
 		return nil, fmt.Errorf("%w: bad scrypt salt", ErrMalformedKeyFile)
 	}
-	if k.N < 1<<14 || k.N > 1<<20 || k.N&(k.N-1) != 0 || k.R < 1 || k.R > 32 || k.P < 1 || k.P > 16 {
+	// Bounds keep a modified file from making scrypt take gigabytes of
+	// memory (128·N·r bytes; at most 256 MiB here) or minutes of time.
+	if k.N < 1<<14 || k.N > 1<<20 || k.N&(k.N-1) != 0 || k.R < 1 || k.R > 32 || k.P < 1 || k.P > 16 || k.N*k.R > 1<<21 {
 		return nil, fmt.Errorf("%w: scrypt parameters out of range", ErrMalformedKeyFile)
 	}
 	dk, err := scrypt.Key(passphrase, salt, k.N, k.R, k.P, chacha20poly1305.KeySize)
@@ -183,12 +199,18 @@ func ParsePrivateKey(data, passphrase []byte) (PrivateKeyFile, error) {
 	if len(data) > maxKeyFileBytes {
 		return PrivateKeyFile{}, fmt.Errorf("%w: larger than %d bytes", ErrMalformedKeyFile, maxKeyFileBytes)
 	}
+	if probeType(data) == publicKeyType {
+		return PrivateKeyFile{}, fmt.Errorf("%w: this is a public key (did you pass the .pub file?); signing needs the private key (.key)", ErrMalformedKeyFile)
+	}
 	var j privateKeyJSON
 	if err := strictjson.Decode(data, privateKeyShape, &j); err != nil {
 		return PrivateKeyFile{}, fmt.Errorf("%w: %v; expected a .key file written by `toolhost curator keygen`", ErrMalformedKeyFile, err)
 	}
 	if j.Type != privateKeyType {
 		return PrivateKeyFile{}, fmt.Errorf("%w: type is %q, want %q (did you pass the .pub file?)", ErrMalformedKeyFile, j.Type, privateKeyType)
+	}
+	if err := ValidName(j.Name); err != nil {
+		return PrivateKeyFile{}, fmt.Errorf("%w: %v", ErrMalformedKeyFile, err)
 	}
 	var seed []byte
 	var err error
@@ -227,6 +249,16 @@ func ParsePrivateKey(data, passphrase []byte) (PrivateKeyFile, error) {
 		return PrivateKeyFile{}, fmt.Errorf("%w: key_id does not match the key", ErrMalformedKeyFile)
 	}
 	return PrivateKeyFile{Name: j.Name, Key: key, Encrypted: j.KDF == "scrypt"}, nil
+}
+
+// probeType reads the "type" field leniently, only to give a better error
+// for a key file of the wrong kind; strict parsing still decides.
+func probeType(data []byte) string {
+	var probe struct {
+		Type string `json:"type"`
+	}
+	_ = json.Unmarshal(data, &probe)
+	return probe.Type
 }
 
 // WriteKeyPair generates a key and writes DIR/NAME.key (0600) and

@@ -23,6 +23,7 @@ var (
 	ErrNotInstalled  = errors.New("host: plugin is not installed")
 	ErrNotAllowed    = errors.New("host: plugin refused by the trust policy")
 	ErrInvalidModule = errors.New("host: the wasm module was refused")
+	ErrWidening      = errors.New("host: the upgrade widens the plugin's permissions and needs confirmation")
 )
 
 // CodeOf returns the code of err when it is an *Error, "" otherwise.

@@ -20,6 +20,10 @@ type InstallOptions struct {
 	// AllowDowngrade installs a version lower than the highest ever
 	// installed under the same name.
 	AllowDowngrade bool
+	// AcceptWidening installs an upgrade that grants the plugin new
+	// permissions. Without it such an install fails with ErrWidening and
+	// the report lists the changes, so the caller can ask the operator.
+	AcceptWidening bool
 }
 
 // InstallReport says what an install did.
@@ -32,6 +36,8 @@ type InstallReport struct {
 	Previous *PluginInfo
 	// Unchanged is true when the exact same plugin was already installed.
 	Unchanged bool
+	// Changes from the previous version (permissions, limits, tools).
+	Changes []plugin.Change
 }
 
 // Install verifies a bundle against the trust policy, checks its version
@@ -51,6 +57,9 @@ func (h *Host) Install(ctx context.Context, b *plugin.Bundle, opts InstallOption
 			rep.Unchanged = true
 			return rep, nil
 		}
+		if old, err := plugin.ParseManifest(prev.Manifest); err == nil {
+			rep.Changes = plugin.Diff(old, m)
+		}
 	}
 	if err := h.checkVersion(m, rep.Digest, opts); err != nil {
 		return rep, err
@@ -60,6 +69,9 @@ func (h *Host) Install(ctx context.Context, b *plugin.Bundle, opts InstallOption
 	}
 	if err := h.checkModule(ctx, b); err != nil {
 		return rep, err
+	}
+	if plugin.Widens(rep.Changes) && !opts.AcceptWidening {
+		return rep, fmt.Errorf("%w: %s %s asks for permissions %s did not have", ErrWidening, m.Name, m.Version, rep.Previous.Version)
 	}
 	sum := b.WasmSHA256()
 	rec := store.PluginRecord{

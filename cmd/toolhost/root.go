@@ -45,6 +45,9 @@ type globalOptions struct {
 	logger          *slog.Logger
 }
 
+// errModuleRefused means the sandbox would refuse a bundle's module.
+var errModuleRefused = errors.New("the sandbox would refuse this module")
+
 // usageError marks errors in how a command was invoked.
 type usageError struct{ error }
 
@@ -112,7 +115,7 @@ policy, 4 tool call failed, 5 not found, 6 store busy.`,
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError{err} })
 
 	curatorCmd := &cobra.Command{Use: "curator", Short: "Curator keys, review and signing"}
-	curatorCmd.AddCommand(newKeygenCmd(g), newSignCmd(g))
+	curatorCmd.AddCommand(newKeygenCmd(g), newReviewCmd(g), newSignCmd(g))
 	pluginCmd := &cobra.Command{Use: "plugin", Short: "Pack, verify, install and manage plugins"}
 	pluginCmd.AddCommand(newPackCmd(g), newVerifyCmd(g), newInstallCmd(g), newListCmd(g), newInspectCmd(g), newRemoveCmd(g))
 	trustCmd := &cobra.Command{Use: "trust", Short: "Manage which curator keys are trusted"}
@@ -169,7 +172,8 @@ func exitCode(err error) int {
 		errors.Is(err, plugin.ErrInvalidManifest), errors.Is(err, host.ErrDowngrade),
 		errors.Is(err, host.ErrInvalidModule), errors.Is(err, host.ErrToolConflict),
 		errors.Is(err, curator.ErrMalformedKeyFile), errors.Is(err, signing.ErrMalformedKey),
-		errors.Is(err, curator.ErrWrongPassphrase):
+		errors.Is(err, curator.ErrWrongPassphrase), errors.Is(err, errModuleRefused),
+		errors.Is(err, host.ErrWidening):
 		return exitRefused
 	}
 	return exitError

@@ -76,23 +76,26 @@ func (c *Client) do(ctx context.Context, method, path string, body []byte, out a
 	if err := json.Unmarshal(data, &env); err != nil {
 		return fmt.Errorf("control: malformed answer (HTTP %d): %v", resp.StatusCode, err)
 	}
-	if env.Error != nil {
-		return fromWire(env.Error)
-	}
 	if out != nil && len(env.Result) > 0 && string(env.Result) != "null" {
-		return json.Unmarshal(env.Result, out)
+		if err := json.Unmarshal(env.Result, out); err != nil && env.Error == nil {
+			return err
+		}
 	}
-	return nil
+	return fromWire(env.Error)
 }
 
 func (c *Client) Install(ctx context.Context, b *plugin.Bundle, opts host.InstallOptions) (host.InstallReport, error) {
-	path := "/v1/install"
+	q := url.Values{}
 	if opts.AllowDowngrade {
-		path += "?allow_downgrade=1"
+		q.Set("allow_downgrade", "1")
 	}
+	if opts.AcceptWidening {
+		q.Set("accept_widening", "1")
+	}
+	path := "/v1/install?" + q.Encode()
 	var r installReportJSON
 	err := c.do(ctx, http.MethodPost, path, b.Bytes(), &r)
-	return host.InstallReport{Name: r.Name, Version: r.Version, Digest: r.Digest, Decision: r.Decision.decision(), Previous: r.Previous, Unchanged: r.Unchanged}, err
+	return host.InstallReport{Name: r.Name, Version: r.Version, Digest: r.Digest, Decision: r.Decision.decision(), Previous: r.Previous, Unchanged: r.Unchanged, Changes: r.Changes}, err
 }
 
 func (c *Client) Remove(ctx context.Context, name string) error {

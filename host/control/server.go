@@ -102,10 +102,13 @@ func Handler(api API, changes func() <-chan struct{}) http.Handler {
 	reply := func(w http.ResponseWriter, v any, err error) {
 		w.Header().Set("Content-Type", "application/json")
 		if err != nil {
+			// Errors carry the partial result too (an install report
+			// lists the changes that need confirmation).
 			w.WriteHeader(http.StatusUnprocessableEntity)
 			_ = json.NewEncoder(w).Encode(struct {
-				Error *wireError `json:"error"`
-			}{toWire(err)})
+				Result any        `json:"result,omitempty"`
+				Error  *wireError `json:"error"`
+			}{v, toWire(err)})
 			return
 		}
 		_ = json.NewEncoder(w).Encode(struct {
@@ -124,8 +127,9 @@ func Handler(api API, changes func() <-chan struct{}) http.Handler {
 			reply(w, nil, err)
 			return
 		}
-		rep, err := api.Install(r.Context(), b, host.InstallOptions{AllowDowngrade: r.URL.Query().Get("allow_downgrade") == "1"})
-		reply(w, installReportJSON{Name: rep.Name, Version: rep.Version, Digest: rep.Digest, Decision: toDecisionJSON(rep.Decision), Previous: rep.Previous, Unchanged: rep.Unchanged}, err)
+		q := r.URL.Query()
+		rep, err := api.Install(r.Context(), b, host.InstallOptions{AllowDowngrade: q.Get("allow_downgrade") == "1", AcceptWidening: q.Get("accept_widening") == "1"})
+		reply(w, installReportJSON{Name: rep.Name, Version: rep.Version, Digest: rep.Digest, Decision: toDecisionJSON(rep.Decision), Previous: rep.Previous, Unchanged: rep.Unchanged, Changes: rep.Changes}, err)
 	})
 	mux.HandleFunc("POST /v1/evaluate", func(w http.ResponseWriter, r *http.Request) {
 		b, err := bundleFrom(r)

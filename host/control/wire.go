@@ -27,6 +27,7 @@ var kinds = []struct {
 }{
 	{"not_allowed", host.ErrNotAllowed},
 	{"downgrade", host.ErrDowngrade},
+	{"widening", host.ErrWidening},
 	{"tool_conflict", host.ErrToolConflict},
 	{"not_installed", host.ErrNotInstalled},
 	{"invalid_module", host.ErrInvalidModule},
@@ -105,6 +106,7 @@ type installReportJSON struct {
 	Decision  decisionJSON     `json:"decision"`
 	Previous  *host.PluginInfo `json:"previous,omitempty"`
 	Unchanged bool             `json:"unchanged"`
+	Changes   []plugin.Change  `json:"changes,omitempty"`
 }
 
 type trustKeyJSON struct {
