@@ -2,8 +2,8 @@ package curator
 
 import (
 	"crypto/rand"
-	"encoding/json"
 	"encoding/base64"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
