@@ -30,7 +30,7 @@ var (
 )
 
 // toolhostBinary builds cmd/toolhost once per test binary.
-func toolhostBinary(t *testing.T) string {
+func toolhostBinary(t testing.TB) string {
 	t.Helper()
 	buildOnce.Do(func() {
 		root, err := testplugins.RepoRoot()
@@ -58,14 +58,16 @@ func toolhostBinary(t *testing.T) string {
 
 // world is one toolhost home with a trusted curator and signed bundles.
 type world struct {
-	t    *testing.T
+	t    testing.TB
 	bin  string
 	home string
 	dir  string
 	env  []string
 }
 
-func newWorld(t *testing.T) *world {
+func newWorld(t *testing.T) *world { return newWorldB(t) }
+
+func newWorldB(t testing.TB) *world {
 	t.Helper()
 	w := &world{t: t, bin: toolhostBinary(t), dir: t.TempDir()}
 	w.home = filepath.Join(w.dir, "home")
