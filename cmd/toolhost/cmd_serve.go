@@ -27,7 +27,6 @@ type serveOptions struct {
 	maxInFlight     int
 	maxPerPlugin    int
 	allowPrivateNet bool
-	logArguments    bool
 }
 
 func newServeCmd(g *globalOptions) *cobra.Command {

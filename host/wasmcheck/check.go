@@ -72,7 +72,6 @@ type checker struct {
 	exportNames     map[string]struct{}
 	seenName        bool
 	seenCode        bool
-	codeSectionOff  int
 	maxParams       int
 	maxResults      int
 	maxBodySize     int

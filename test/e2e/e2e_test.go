@@ -172,15 +172,6 @@ type response struct {
 	body   []byte
 }
 
-func (r response) json(t *testing.T) map[string]any {
-	t.Helper()
-	var v map[string]any
-	if err := json.Unmarshal(r.body, &v); err != nil {
-		t.Fatalf("body %q is not a JSON object: %v", r.body, err)
-	}
-	return v
-}
-
 func (r response) errorCode() string {
 	var e struct {
 		Error struct{ Code string } `json:"error"`

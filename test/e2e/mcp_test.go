@@ -21,7 +21,6 @@ type mcpClient struct {
 	t     *testing.T
 	cmd   *exec.Cmd
 	in    io.WriteCloser
-	out   *bufio.Scanner
 	lines chan string
 }
 
