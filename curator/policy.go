@@ -99,7 +99,11 @@ func Evaluate(digest signing.Digest, sigs []signing.Signature, ts TrustSet, now 
 		default:
 			st.State = StateTrusted
 			counted[s.KeyID] = true
-			d.Signers = append(d.Signers, tk.Name)
+			name := tk.Name
+			if name == "" {
+				name = s.KeyID.String()
+			}
+			d.Signers = append(d.Signers, name)
 		}
 		d.Signatures = append(d.Signatures, st)
 	}

@@ -108,7 +108,7 @@ func readCapped(path string, limit int64) ([]byte, error) {
 // expiry is already present. It reports whether the bundle changed.
 func (b *Bundle) AddSignature(s signing.Signature) (bool, error) {
 	for _, have := range b.Signatures {
-		if have == s {
+		if have.KeyID == s.KeyID && have.Sig == s.Sig && have.Expires.Equal(s.Expires) {
 			return false, nil
 		}
 	}
@@ -274,6 +274,12 @@ func decodeSignatures(data []byte) ([]signing.Signature, error) {
 				return nil, fmt.Errorf("%w: signature %d: expires: %v", ErrInvalidBundle, i+1, err)
 			}
 			s.Expires = s.Expires.UTC()
+			// The signature covers whole seconds only: refuse fractions,
+			// other zones and the zero time, so no other spelling of the
+			// expiry verifies.
+			if s.Expires.IsZero() || s.Expires.Format(time.RFC3339) != sj.Expires {
+				return nil, fmt.Errorf("%w: signature %d: expires %q is not in the form 2006-01-02T15:04:05Z", ErrInvalidBundle, i+1, truncate(sj.Expires))
+			}
 		}
 		out = append(out, s)
 	}

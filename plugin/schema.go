@@ -38,6 +38,9 @@ func CompileSchema(raw json.RawMessage) (*Schema, error) {
 	if err := checkRefs(doc); err != nil {
 		return nil, err
 	}
+	if err := checkHidden(doc); err != nil {
+		return nil, err
+	}
 	c := jsonschema.NewCompiler()
 	c.UseLoader(noRemoteLoader{})
 	c.DefaultDraft(jsonschema.Draft2020)
@@ -82,6 +85,40 @@ func checkRefs(v any) error {
 	return nil
 }
 
+// checkHidden refuses control and bidi characters in any key or string of
+// the schema: property descriptions reach the model just as tool
+// descriptions do, and must read the same to a reviewer.
+func checkHidden(v any) error {
+	check := func(s string) error {
+		for _, r := range s {
+			if hiddenRune(r) {
+				return fmt.Errorf("%q contains control or bidirectional-override character %U, which can hide text from a reviewer", truncate(s), r)
+			}
+		}
+		return nil
+	}
+	switch t := v.(type) {
+	case string:
+		return check(t)
+	case map[string]any:
+		for k, child := range t {
+			if err := check(k); err != nil {
+				return err
+			}
+			if err := checkHidden(child); err != nil {
+				return err
+			}
+		}
+	case []any:
+		for _, child := range t {
+			if err := checkHidden(child); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
 type noRemoteLoader struct{}
 
 func (noRemoteLoader) Load(url string) (any, error) {
@@ -118,13 +155,16 @@ func (s *Schema) Validate(args any) error {
 		loc = append(append([]string(nil), loc...), req.Missing[0])
 	}
 	field := ""
-	if len(loc) > 0 {
-		field = "/" + strings.Join(loc, "/")
+	for _, tok := range loc {
+		field += "/" + pointerEscaper.Replace(tok)
 	}
 	return &ValidationError{Field: field, Reason: leaf.ErrorKind.LocalizedString(printer)}
 }
 
 var printer = message.NewPrinter(language.English)
+
+// pointerEscaper escapes a JSON pointer reference token (RFC 6901).
+var pointerEscaper = strings.NewReplacer("~", "~0", "/", "~1")
 
 func deepest(ve *jsonschema.ValidationError) *jsonschema.ValidationError {
 	for len(ve.Causes) > 0 {

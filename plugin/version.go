@@ -54,16 +54,20 @@ func (v Version) Compare(o Version) int {
 	}
 	for i := 0; i < len(v.Pre) && i < len(o.Pre); i++ {
 		a, b := v.Pre[i], o.Pre[i]
-		an, aerr := strconv.ParseUint(a, 10, 64)
-		bn, berr := strconv.ParseUint(b, 10, 64)
+		// Numeric identifiers have no leading zeros (ParseVersion checks),
+		// so the longer one is larger; this holds beyond 64 bits too.
+		an, bn := isNumeric(a), isNumeric(b)
 		switch {
-		case aerr == nil && berr == nil:
-			if an != bn {
-				return cmpU(an, bn)
+		case an && bn:
+			if len(a) != len(b) {
+				return cmpU(uint64(len(a)), uint64(len(b)))
 			}
-		case aerr == nil:
+			if c := strings.Compare(a, b); c != 0 {
+				return c
+			}
+		case an:
 			return -1
-		case berr == nil:
+		case bn:
 			return 1
 		default:
 			if c := strings.Compare(a, b); c != 0 {
@@ -72,6 +76,15 @@ func (v Version) Compare(o Version) int {
 		}
 	}
 	return cmpU(uint64(len(v.Pre)), uint64(len(o.Pre)))
+}
+
+func isNumeric(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if s[i] < '0' || s[i] > '9' {
+			return false
+		}
+	}
+	return s != ""
 }
 
 func cmpU(a, b uint64) int {

@@ -49,10 +49,19 @@ func Verify(pub PublicKey, d Digest, s Signature) error {
 	if pub.ID() != s.KeyID {
 		return fmt.Errorf("%w: signature names key %s, key given is %s", ErrKeyMismatch, s.KeyID, pub.ID())
 	}
-	if !ed25519.Verify(pub.k[:], signedMessage(PayloadType, d, s.Expires), s.Sig[:]) {
+	if !verifyRaw(pub, signedMessage(PayloadType, d, s.Expires), s.Sig[:]) {
 		return ErrBadSignature
 	}
 	return nil
+}
+
+// verifyRaw is the single place an ed25519 signature is checked. It checks
+// lengths first: ed25519.Verify panics on a short key.
+func verifyRaw(pub PublicKey, msg, sig []byte) bool {
+	if pub.IsZero() || len(sig) != ed25519.SignatureSize {
+		return false
+	}
+	return ed25519.Verify(pub.k[:], msg, sig)
 }
 
 // signedMessage is DSSE's pre-authentication encoding of the payload type

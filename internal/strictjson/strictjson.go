@@ -13,6 +13,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strconv"
 	"strings"
 	"unicode/utf8"
 )
@@ -69,21 +70,55 @@ func Check(data []byte, shape Shape) error {
 	if _, err := dec.Token(); err != io.EOF {
 		return fmt.Errorf("%w: unexpected data after the JSON value at byte %d", ErrInvalid, dec.InputOffset())
 	}
+	return checkSurrogates(data)
+}
+
+// checkSurrogates refuses \u escapes that encode half a UTF-16 surrogate
+// pair. encoding/json silently turns them into U+FFFD while other parsers
+// keep them or fail, so such a document is not read one way only. data must
+// already be valid JSON.
+func checkSurrogates(data []byte) error {
+	inString, wantLow := false, false
+	for i := 0; i < len(data); i++ {
+		c := data[i]
+		if !inString {
+			inString = c == '"'
+			continue
+		}
+		var r uint64 = 0xffffffff // not a \u escape
+		switch c {
+		case '"':
+			inString = false
+		case '\\':
+			i++
+			if data[i] == 'u' {
+				r, _ = strconv.ParseUint(string(data[i+1:i+5]), 16, 32)
+				i += 4
+			}
+		}
+		isLow := r >= 0xdc00 && r <= 0xdfff
+		if wantLow != isLow {
+			return fmt.Errorf("%w: unpaired UTF-16 surrogate escape before byte %d", ErrInvalid, i+1)
+		}
+		wantLow = r >= 0xd800 && r <= 0xdbff
+	}
 	return nil
 }
 
 type checker struct{ dec *json.Decoder }
 
 func (c *checker) value(shape Shape, path string, depth int) error {
-	if depth > MaxDepth {
-		return fmt.Errorf("%w: nested deeper than %d levels at %s", ErrInvalid, MaxDepth, path)
-	}
 	tok, err := c.dec.Token()
 	if err != nil {
 		if err == io.EOF {
 			return fmt.Errorf("%w: document ends early at %s", ErrInvalid, path)
 		}
 		return fmt.Errorf("%w: %v (at %s)", ErrInvalid, err, path)
+	}
+	// depth counts the objects and arrays around this value; only opening
+	// another one can exceed the bound.
+	if _, open := tok.(json.Delim); open && depth >= MaxDepth {
+		return fmt.Errorf("%w: nested deeper than %d levels at %s", ErrInvalid, MaxDepth, path)
 	}
 	switch tok {
 	case json.Delim('{'):

@@ -1,0 +1,5 @@
+//go:build race
+
+package plugin
+
+const raceEnabled = true
