@@ -8,10 +8,12 @@ import (
 	"fmt"
 	"log/slog"
 	"sort"
+	"strings"
 	"sync"
 	"time"
 
 	"github.com/toolhost/toolhost/curator"
+	"github.com/toolhost/toolhost/internal/strictjson"
 	"github.com/toolhost/toolhost/host/sandbox"
 	"github.com/toolhost/toolhost/plugin"
 	"github.com/toolhost/toolhost/signing"
@@ -245,6 +247,12 @@ func (h *Host) checkArguments(ref *toolRef, args []byte) ([]byte, error) {
 	}
 	if args[0] != '{' {
 		return nil, sandbox.Errorf(CodeInvalidArguments, "arguments must be a JSON object")
+	}
+	// Duplicate keys would let the schema validator and the plugin read
+	// different values from the same arguments.
+	if err := strictjson.Check(args, strictjson.Any{}); err != nil {
+		msg := strings.TrimPrefix(err.Error(), strictjson.ErrInvalid.Error()+": ")
+		return nil, sandbox.Errorf(CodeInvalidArguments, "arguments are not valid JSON: %s", msg)
 	}
 	dec := json.NewDecoder(bytes.NewReader(args))
 	dec.UseNumber()

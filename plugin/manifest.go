@@ -189,6 +189,9 @@ func (m *Manifest) validateLimitsAndPermissions() error {
 		if !hostRE.MatchString(h) || looksNumeric(h) {
 			return invalid("permissions.allowed_hosts: %q is not a lowercase host name (optionally \"*.\" + domain); IP addresses and ports are not accepted", truncate(h))
 		}
+		if rest, wild := strings.CutPrefix(h, "*."); wild && !strings.Contains(rest, ".") {
+			return invalid("permissions.allowed_hosts: %q would cover a whole top-level domain; name a registrable domain such as *.example.com", h)
+		}
 	}
 	if len(p.AllowedPaths) > MaxAllowedPaths {
 		return invalid("permissions.allowed_paths: %d entries, the limit is %d", len(p.AllowedPaths), MaxAllowedPaths)
