@@ -386,7 +386,8 @@ func TestArgumentsValidatedBeforeTheSandbox(t *testing.T) {
 		{`{"other": 1}`, "other"},
 		{`[1]`, "must be a JSON object"},
 		{`{"text": "x"`, "not valid JSON"},
-		{`{"text": "x"} {}`, "more than one JSON value"},
+		{`{"text": "x"} {}`, "unexpected data after the JSON value"},
+		{`{"text": "a", "text": "b"}`, `duplicate key "text"`},
 		{deep, "nested deeper"},
 		{`{"text": "` + strings.Repeat("x", 2<<20) + `"}`, "limit"},
 	} {
