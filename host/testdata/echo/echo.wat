@@ -8,6 +8,8 @@
   (import "extism:host/env" "alloc" (func $alloc (param i64) (result i64)))
   (import "extism:host/env" "store_u8" (func $store_u8 (param i64 i32)))
   (import "extism:host/env" "error_set" (func $error_set (param i64)))
+  (import "extism:host/env" "input_load_u64" (func $input_load_u64 (param i64) (result i64)))
+  (import "extism:host/env" "store_u64" (func $store_u64 (param i64 i64)))
   (memory (export "memory") 1 4)
   (global $calls (mut i32) (i32.const 0))
   (data (i32.const 0) "echo refused this input")
@@ -26,6 +28,14 @@
     (local $n i64) (local $out i64) (local $i i64)
     (local.set $n (call $input_length))
     (local.set $out (call $alloc (local.get $n)))
+    ;; 8 bytes per host call, then the rest byte by byte
+    (block $done8
+      (loop $next8
+        (br_if $done8 (i64.gt_u (i64.add (local.get $i) (i64.const 8)) (local.get $n)))
+        (call $store_u64 (i64.add (local.get $out) (local.get $i))
+          (call $input_load_u64 (local.get $i)))
+        (local.set $i (i64.add (local.get $i) (i64.const 8)))
+        (br $next8)))
     (block $done
       (loop $next
         (br_if $done (i64.ge_u (local.get $i) (local.get $n)))
