@@ -260,9 +260,6 @@ func (h *Host) checkArguments(ref *toolRef, args []byte) ([]byte, error) {
 	if err := dec.Decode(&v); err != nil {
 		return nil, sandbox.Errorf(CodeInvalidArguments, "arguments are not valid JSON: %v", err)
 	}
-	if dec.More() {
-		return nil, sandbox.Errorf(CodeInvalidArguments, "arguments hold more than one JSON value")
-	}
 	if err := checkDepth(v, 0); err != nil {
 		return nil, err
 	}
