@@ -1,7 +1,7 @@
 # toolhost — the Makefile mirrors CI (.ci/run calls `make test`).
 GO      ?= go
 BIN     := build/toolhost
-PLUGINS := time
+PLUGINS := time fs fetch
 GOFLAGS_TEST ?= -race -count=1
 FUZZTIME ?= 10s
 

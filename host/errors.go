@@ -18,12 +18,13 @@ const (
 
 // Install errors.
 var (
-	ErrDowngrade     = errors.New("host: refusing to install an older version")
-	ErrToolConflict  = errors.New("host: tool name already provided by another plugin")
-	ErrNotInstalled  = errors.New("host: plugin is not installed")
-	ErrNotAllowed    = errors.New("host: plugin refused by the trust policy")
-	ErrInvalidModule = errors.New("host: the wasm module was refused")
-	ErrWidening      = errors.New("host: the upgrade widens the plugin's permissions and needs confirmation")
+	ErrDowngrade        = errors.New("host: refusing to install an older version")
+	ErrToolConflict     = errors.New("host: tool name already provided by another plugin")
+	ErrNotInstalled     = errors.New("host: plugin is not installed")
+	ErrNotAllowed       = errors.New("host: plugin refused by the trust policy")
+	ErrInvalidModule    = errors.New("host: the wasm module was refused")
+	ErrGrantUnavailable = errors.New("host: a file grant of the plugin cannot be opened")
+	ErrWidening         = errors.New("host: the upgrade widens the plugin's permissions and needs confirmation")
 )
 
 // CodeOf returns the code of err when it is an *Error, "" otherwise.

@@ -139,6 +139,9 @@ func (h *Host) checkModule(ctx context.Context, b *plugin.Bundle) error {
 	mod, err := h.opts.Engine.Compile(ctx, l.spec(h.opts.AllowPrivateNetwork))
 	if err != nil {
 		var se *sandbox.Error
+		if errors.As(err, &se) && se.Code == sandbox.CodePermissionDenied {
+			return fmt.Errorf("%w: %s; create it, or get a build of the plugin that grants an existing directory", ErrGrantUnavailable, se.Message)
+		}
 		if errors.As(err, &se) {
 			return fmt.Errorf("%w: %s", ErrInvalidModule, se.Message)
 		}

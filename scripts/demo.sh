@@ -17,10 +17,20 @@ show() { printf '$ %s\n' "$*"; "$@"; }
 step "A curator creates a signing key (unencrypted: this is a demo)"
 show $T curator keygen demo-curator --no-passphrase --out "$DEMO/keys" 2>/dev/null
 
-step "The curator signs the sample bundles that 'make plugins' packed"
+step "The fs sample is granted one directory, read-only: the demo grants $DEMO/files"
+mkdir -p "$DEMO/files/notes" "$DEMO/fs"
+echo "buy milk" > "$DEMO/files/notes/todo.txt"
+cp build/plugins/fs/plugin.wasm "$DEMO/fs/"
+sed "s#/srv/toolhost-fs-sample#$PWD/$DEMO/files#" build/plugins/fs/plugin.json > "$DEMO/fs/plugin.json"
+show $T plugin pack "$DEMO/fs" -o "$DEMO/bundles/fs.plugin"
+
+step "The curator reviews and signs the sample bundles"
 for b in build/plugins/*.plugin; do
-  cp "$b" "$DEMO/bundles/"
-  show $T curator sign --key "$DEMO/keys/demo-curator.key" "$DEMO/bundles/$(basename "$b")"
+  [ "$(basename "$b")" = fs.plugin ] || cp "$b" "$DEMO/bundles/"
+done
+show $T curator review "$DEMO/bundles/fs.plugin" | sed -n '1,12p'
+for b in "$DEMO"/bundles/*.plugin; do
+  show $T curator sign --key "$DEMO/keys/demo-curator.key" "$b"
 done
 
 step "The operator trusts the curator's public key (home: $TOOLHOST_HOME)"
@@ -36,6 +46,11 @@ show $T plugin list
 step "An agent calls a tool: arguments are checked against the schema, the call runs sandboxed"
 show $T call get_current_time '{"timezone":"Europe/Paris"}'
 show $T call convert_time '{"time":"2026-11-21T12:00:00Z","to_timezone":"Asia/Tokyo"}'
+show $T call read_file '{"path":"notes/todo.txt"}'
+
+step "The sandbox holds: no file outside the grant, no host outside allowed_hosts"
+show $T call read_file '{"path":"../../../../etc/passwd"}' || true
+show $T call fetch_url '{"url":"http://169.254.169.254/latest/meta-data/"}' || true
 
 step "Bad arguments are refused before any sandbox starts"
 show $T call get_current_time '{"timezone":42}' || true

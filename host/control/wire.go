@@ -28,6 +28,7 @@ var kinds = []struct {
 	{"not_allowed", host.ErrNotAllowed},
 	{"downgrade", host.ErrDowngrade},
 	{"widening", host.ErrWidening},
+	{"grant_unavailable", host.ErrGrantUnavailable},
 	{"tool_conflict", host.ErrToolConflict},
 	{"not_installed", host.ErrNotInstalled},
 	{"invalid_module", host.ErrInvalidModule},
