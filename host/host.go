@@ -13,8 +13,8 @@ import (
 	"time"
 
 	"github.com/toolhost/toolhost/curator"
-	"github.com/toolhost/toolhost/internal/strictjson"
 	"github.com/toolhost/toolhost/host/sandbox"
+	"github.com/toolhost/toolhost/internal/strictjson"
 	"github.com/toolhost/toolhost/plugin"
 	"github.com/toolhost/toolhost/signing"
 	"github.com/toolhost/toolhost/store"
