@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -197,19 +198,27 @@ func hintFor(err error) string {
 // in this process. close must be called.
 func (g *globalOptions) openAPI(ctx context.Context) (control.API, func(), error) {
 	sock := filepath.Join(g.home, control.SocketName)
-	if _, err := os.Stat(sock); err == nil {
-		if c, err := control.Dial(ctx, sock); err == nil {
-			return c, c.Close, nil
+	// Another short-lived command may hold the store for a moment: wait a
+	// little for it (or for a server's socket) before giving up.
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		if _, err := os.Stat(sock); err == nil {
+			if c, err := control.Dial(ctx, sock); err == nil {
+				return c, c.Close, nil
+			}
 		}
-	}
-	h, closeHost, err := g.openHost(ctx)
-	if err != nil {
-		if errors.Is(err, store.ErrLocked) {
-			return nil, nil, fmt.Errorf("%w, and its control socket %s does not answer", err, sock)
+		h, closeHost, err := g.openHost(ctx)
+		if err == nil {
+			return control.Local{H: h}, closeHost, nil
 		}
-		return nil, nil, err
+		if !errors.Is(err, store.ErrLocked) || time.Now().After(deadline) || ctx.Err() != nil {
+			if errors.Is(err, store.ErrLocked) {
+				return nil, nil, fmt.Errorf("%w, and its control socket %s does not answer", err, sock)
+			}
+			return nil, nil, err
+		}
+		time.Sleep(100 * time.Millisecond)
 	}
-	return control.Local{H: h}, closeHost, nil
 }
 
 // openHost opens the store and a host over it. close must be called.
