@@ -121,7 +121,9 @@ func (g *globalOptions) serve(ctx context.Context, o serveOptions) error {
 	fmt.Fprintln(g.stderr, "shutting down: waiting for running calls to finish")
 	sctx, cancel := context.WithTimeout(context.Background(), time.Duration(plugin.MaxTimeoutMS)*time.Millisecond+5*time.Second)
 	defer cancel()
-	api.Close() // ends MCP sessions and their streams
+	// api.Shutdown waits for running calls, then ends MCP sessions, whose
+	// open GET streams would otherwise keep srv.Shutdown waiting.
+	go api.Shutdown(sctx)
 	if err := srv.Shutdown(sctx); err != nil && !errors.Is(err, http.ErrServerClosed) {
 		return fmt.Errorf("shutdown: %w", err)
 	}

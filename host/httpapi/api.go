@@ -14,6 +14,7 @@ package httpapi
 
 import (
 	"bytes"
+	"context"
 	"crypto/sha256"
 	"crypto/subtle"
 	"encoding/json"
@@ -113,9 +114,23 @@ func New(b Backend, opts Options) (*API, error) {
 	return a, nil
 }
 
-// Close stops the MCP server from following the backend. It does not
+// Shutdown is the graceful end: it waits until no tool call is running (or
+// ctx ends), then ends the MCP sessions, whose GET streams would otherwise
+// keep http.Server.Shutdown waiting, and stops following the backend. Run
+// it next to http.Server.Shutdown, e.g. with RegisterOnShutdown. It does not
 // close the backend.
-func (a *API) Close() { a.mcp.Close() }
+func (a *API) Shutdown(ctx context.Context) error {
+	err := a.gate.waitIdle(ctx)
+	a.Close()
+	return err
+}
+
+// Close ends the MCP sessions at once and stops following the backend. It
+// does not close the backend.
+func (a *API) Close() {
+	a.mcp.CloseSessions()
+	a.mcp.Close()
+}
 
 func (a *API) routes() {
 	mux := http.NewServeMux()
@@ -127,11 +142,11 @@ func (a *API) routes() {
 	authed("POST /v1/tools/{name}/call", http.HandlerFunc(a.callTool))
 	authed("GET /v1/plugins", http.HandlerFunc(a.listPlugins))
 	authed("GET /metrics", a.metrics.handler())
-	authed("/mcp", a.mcp.Handler(mcpserver.HTTPOptions{
+	authed("/mcp", a.capBody(a.mcp.Handler(mcpserver.HTTPOptions{
 		HostChecked:    true,
 		MaxBodyBytes:   a.opts.MaxBodyBytes,
 		SessionTimeout: a.opts.MCPSessionTimeout,
-	}))
+	})))
 
 	mux.Handle("/healthz", a.guard(methodNotAllowed("GET, HEAD"), false))
 	for pattern, allow := range map[string]string{
@@ -144,6 +159,18 @@ func (a *API) routes() {
 		writeError(w, sandbox.Errorf(CodeNotFound, "no route %s %s; the API has GET /v1/tools, POST /v1/tools/{name}/call, GET /v1/plugins, GET /healthz, GET /metrics and /mcp", r.Method, r.URL.Path))
 	}))
 	a.mux = mux
+}
+
+// capBody answers a declared oversize body with our JSON 413; the MCP
+// handler caps chunked bodies itself while reading.
+func (a *API) capBody(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.ContentLength > a.opts.MaxBodyBytes {
+			writeError(w, tooLarge(a.opts.MaxBodyBytes))
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
 }
 
 func methodNotAllowed(allow string) http.Handler {
@@ -218,6 +245,9 @@ type mcpTool struct {
 
 func (a *API) listTools(w http.ResponseWriter, r *http.Request) {
 	tools := a.b.Tools()
+	if tools == nil {
+		tools = []host.ToolInfo{} // [] rather than null
+	}
 	switch format := r.URL.Query().Get("format"); format {
 	case "":
 		writeJSON(w, http.StatusOK, map[string][]host.ToolInfo{"tools": tools})
@@ -240,6 +270,9 @@ func (a *API) listTools(w http.ResponseWriter, r *http.Request) {
 
 func (a *API) listPlugins(w http.ResponseWriter, r *http.Request) {
 	plugins := a.b.Plugins()
+	if plugins == nil {
+		plugins = []host.PluginInfo{}
+	}
 	for i := range plugins {
 		// The manifest's content is already in the other fields; its exact
 		// signed bytes are for `toolhost plugin inspect`, not every listing.
@@ -264,9 +297,6 @@ func (a *API) callTool(w http.ResponseWriter, r *http.Request) {
 		writeError(w, sandbox.Errorf(CodeInvalidRequest, "cannot read the request body: %v", err))
 		return
 	}
-	// The body is in: lift the read deadline, because net/http cancels the
-	// request's context when it passes, and a call may outlast ReadTimeout.
-	_ = http.NewResponseController(w).SetReadDeadline(time.Time{})
 	args, perr := parseCallBody(body)
 	if perr != nil {
 		writeError(w, perr)
@@ -295,7 +325,7 @@ func parseCallBody(body []byte) (json.RawMessage, *host.Error) {
 	shape := func(format string, args ...any) *host.Error {
 		return sandbox.Errorf(host.CodeInvalidArguments, "the request body must be {\"arguments\":{...}}: "+format, args...)
 	}
-	body = bytes.TrimSpace(body)
+	body = bytes.Trim(body, jsonSpace)
 	if len(body) == 0 {
 		return json.RawMessage("{}"), nil
 	}
@@ -336,6 +366,9 @@ func parseCallBody(body []byte) (json.RawMessage, *host.Error) {
 	}
 	return args, nil
 }
+
+// jsonSpace is JSON's whitespace (RFC 8259), narrower than Unicode's.
+const jsonSpace = " \t\r\n"
 
 func jsonKind(first byte) string {
 	switch first {
@@ -378,9 +411,8 @@ func (s *statusRecorder) Unwrap() http.ResponseWriter { return s.ResponseWriter 
 // host API:
 //
 //   - ReadHeaderTimeout 10 s and ReadTimeout 30 s bound slow clients
-//     (headers, then a body of at most MaxBodyBytes). Handlers that run long
-//     (tool calls, MCP) lift the read deadline once the body is read, since
-//     net/http cancels a request's context when it passes.
+//     (headers, then a body of at most MaxBodyBytes). They do not bound the
+//     handler: net/http lifts the read deadline once the body is read.
 //   - WriteTimeout 2 min: above the 60 s maximum tool deadline plus
 //     compilation on a first call and encoding, so a slow call still gets
 //     its answer. MCP GET streams live for a whole session, so the MCP

@@ -138,6 +138,25 @@ func (g *gate) admit(plugin string) (release func(), busy *host.Error) {
 	}, nil
 }
 
+// waitIdle returns when no call is running, or with ctx's error.
+func (g *gate) waitIdle(ctx context.Context) error {
+	tick := time.NewTicker(10 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		g.mu.Lock()
+		n := g.inFlight
+		g.mu.Unlock()
+		if n == 0 {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-tick.C:
+		}
+	}
+}
+
 // index returns the tool→plugin map, rebuilt after each change of the
 // backend's tool set rather than per call.
 func (g *gate) index() *toolIndex {

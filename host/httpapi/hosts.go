@@ -65,6 +65,9 @@ func splitHost(h string) (name, port string, ok bool) {
 		h = name
 	case strings.Count(h, ":") > 1:
 		// A bare IPv6 address (allowed in the allow-list, never in a Host).
+		if net.ParseIP(h) == nil {
+			return "", "", false
+		}
 	case strings.Contains(h, ":"):
 		var err error
 		if h, port, err = net.SplitHostPort(h); err != nil {
@@ -74,7 +77,27 @@ func splitHost(h string) (name, port string, ok bool) {
 	if port != "" && !isPort(port) {
 		return "", "", false
 	}
-	return strings.TrimSuffix(h, "."), port, true
+	name = strings.TrimSuffix(h, ".")
+	if !isHostName(name) {
+		return "", "", false
+	}
+	return name, port, true
+}
+
+// isHostName accepts the characters of DNS names and IP addresses (after
+// lowercasing and unbracketing); anything else cannot be a name of ours.
+func isHostName(s string) bool {
+	if s == "" {
+		return false
+	}
+	for _, c := range s {
+		switch {
+		case c >= 'a' && c <= 'z', c >= '0' && c <= '9', c == '.', c == '-', c == '_', c == ':':
+		default:
+			return false
+		}
+	}
+	return true
 }
 
 func isPort(p string) bool {

@@ -1,10 +1,6 @@
 package mcpserver
 
 import (
-	"bytes"
-	"errors"
-	"fmt"
-	"io"
 	"net/http"
 	"time"
 
@@ -31,12 +27,10 @@ type HTTPOptions struct {
 // session's standalone SSE stream (which carries list_changed), DELETE to
 // end a session. Sessions are stateful so that the GET stream exists.
 //
-// Server timeouts: a GET stream lives as long as the session, so Handler
-// lifts the connection's read and write deadlines for it. A POST body is
-// read in full under the server's ReadTimeout and then the read deadline is
-// lifted, because net/http cancels a request's context when the read
-// deadline passes, even after the body is read, and that would cut a long
-// tool call's response stream.
+// A GET stream lives as long as its session, so Handler lifts the
+// connection's write deadline for it: an http.Server WriteTimeout would
+// otherwise cut the stream, and a notification sent while the client
+// reconnects would be lost. POSTs keep the server's WriteTimeout.
 func (s *Server) Handler(opts HTTPOptions) http.Handler {
 	if opts.MaxBodyBytes <= 0 {
 		opts.MaxBodyBytes = 1 << 20
@@ -48,25 +42,9 @@ func (s *Server) Handler(opts HTTPOptions) http.Handler {
 		SessionTimeout:             opts.SessionTimeout,
 	})
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		rc := http.NewResponseController(w)
-		switch r.Method {
-		case http.MethodGet:
-			// Errors mean the writer has no deadlines to lift (a recorder).
-			_ = rc.SetReadDeadline(time.Time{})
-			_ = rc.SetWriteDeadline(time.Time{})
-		case http.MethodPost:
-			body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, opts.MaxBodyBytes))
-			if err != nil {
-				var tooLarge *http.MaxBytesError
-				if errors.As(err, &tooLarge) {
-					http.Error(w, fmt.Sprintf("request body is larger than %d bytes", tooLarge.Limit), http.StatusRequestEntityTooLarge)
-					return
-				}
-				http.Error(w, "cannot read the request body", http.StatusBadRequest)
-				return
-			}
-			r.Body = io.NopCloser(bytes.NewReader(body))
-			_ = rc.SetReadDeadline(time.Time{})
+		if r.Method == http.MethodGet {
+			// An error means there is no deadline to lift (a recorder).
+			_ = http.NewResponseController(w).SetWriteDeadline(time.Time{})
 		}
 		sdk.ServeHTTP(w, r)
 	})

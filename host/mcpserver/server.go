@@ -90,10 +90,20 @@ func New(b Backend, version string, opts ...Option) *Server {
 }
 
 // Close stops following the backend. Sessions already connected stay
-// open until their transport ends.
+// open until their transport ends or CloseSessions.
 func (s *Server) Close() {
 	s.closeOnce.Do(func() { close(s.stop) })
 	<-s.done
+}
+
+// CloseSessions ends every connected session. Over HTTP this ends the
+// sessions' GET streams, which http.Server.Shutdown would otherwise wait
+// for forever; a call still running in a session loses its answer, so
+// wait for calls to finish first.
+func (s *Server) CloseSessions() {
+	for ss := range s.mcp.Sessions() {
+		_ = ss.Close()
+	}
 }
 
 func (s *Server) watch(changed <-chan struct{}) {
