@@ -50,6 +50,13 @@ func Diff(old, new *Manifest) []Change {
 			add("permission", false, "files: may no longer read %s", hp)
 		}
 	}
+	if new.ReuseInstances != old.ReuseInstances {
+		if new.ReuseInstances {
+			add("permission", true, "isolation: calls may now share one instance (state can carry from one call to the next)")
+		} else {
+			add("permission", false, "isolation: every call gets a fresh instance again")
+		}
+	}
 	ol, nl := old.Limits.Effective(), new.Limits.Effective()
 	for _, l := range []struct {
 		name     string

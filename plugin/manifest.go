@@ -42,6 +42,12 @@ type Manifest struct {
 	Tools       []Tool      `json:"tools"`
 	Limits      Limits      `json:"limits"`
 	Permissions Permissions `json:"permissions"`
+	// ReuseInstances lets the host run several calls, one after another,
+	// in the same wasm instance, so state left by one call (memory,
+	// globals) is visible to the next. It trades isolation between calls
+	// for speed (a Go guest's runtime starts once instead of per call), so
+	// it is off unless the signed manifest asks for it.
+	ReuseInstances bool `json:"reuse_instances,omitempty"`
 }
 
 // Tool is one tool definition.
@@ -88,6 +94,7 @@ var manifestShape = strictjson.Object{
 		"timeout_ms":       strictjson.Any{},
 		"max_output_bytes": strictjson.Any{},
 	},
+	"reuse_instances": strictjson.Any{},
 	"permissions": strictjson.Object{
 		"allowed_hosts": strictjson.ArrayOf{Elem: strictjson.Any{}},
 		"allowed_paths": strictjson.Any{},

@@ -52,7 +52,12 @@ func review(w io.Writer, b *plugin.Bundle) error {
 		paths = append(paths, hp+" -> "+gp+" (read-only)")
 	}
 	slices.Sort(paths)
-	fmt.Fprintf(w, "files:    %s\n\n", orNone(strings.Join(paths, ", ")))
+	fmt.Fprintf(w, "files:    %s\n", orNone(strings.Join(paths, ", ")))
+	isolation := "a fresh instance for every call"
+	if m.ReuseInstances {
+		isolation = "instances are REUSED across calls (state can carry from one call to the next)"
+	}
+	fmt.Fprintf(w, "isolation: %s\n\n", isolation)
 
 	var warnings []string
 	for _, h := range m.Permissions.AllowedHosts {
