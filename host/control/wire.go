@@ -2,6 +2,7 @@ package control
 
 import (
 	"errors"
+	"slices"
 	"time"
 
 	"github.com/toolhost/toolhost/curator"
@@ -14,13 +15,14 @@ import (
 
 // wireError carries an error's kind across the socket.
 type wireError struct {
-	Kind    string `json:"kind"`
-	Code    string `json:"code,omitempty"` // for kind "call"
-	Message string `json:"message"`
+	// Kinds name every sentinel the error matches (errors.Is), so that
+	// e.g. "not_allowed" and "untrusted" both survive the trip.
+	Kinds   []string `json:"kinds"`
+	Code    string   `json:"code,omitempty"` // for kind "call"
+	Message string   `json:"message"`
 }
 
-// kinds maps wire kinds to the sentinels errors.Is looks for. Order
-// matters: the first match names the kind.
+// kinds maps wire kinds to the sentinels errors.Is looks for.
 var kinds = []struct {
 	name string
 	err  error
@@ -50,14 +52,15 @@ func toWire(err error) *wireError {
 	}
 	var se *sandbox.Error
 	if errors.As(err, &se) {
-		return &wireError{Kind: "call", Code: string(se.Code), Message: se.Message}
+		return &wireError{Kinds: []string{"call"}, Code: string(se.Code), Message: se.Message}
 	}
+	w := &wireError{Message: err.Error()}
 	for _, k := range kinds {
 		if errors.Is(err, k.err) {
-			return &wireError{Kind: k.name, Message: err.Error()}
+			w.Kinds = append(w.Kinds, k.name)
 		}
 	}
-	return &wireError{Kind: "other", Message: err.Error()}
+	return w
 }
 
 // remoteError is an error from the host process, with its kind restored.
@@ -73,12 +76,12 @@ func fromWire(w *wireError) error {
 	if w == nil {
 		return nil
 	}
-	if w.Kind == "call" {
+	if slices.Contains(w.Kinds, "call") {
 		return &sandbox.Error{Code: sandbox.Code(w.Code), Message: w.Message}
 	}
 	re := &remoteError{msg: w.Message}
 	for _, k := range kinds {
-		if k.name == w.Kind {
+		if slices.Contains(w.Kinds, k.name) {
 			re.kind = append(re.kind, k.err)
 		}
 	}
