@@ -2,7 +2,7 @@
 GO      ?= go
 BIN     := build/toolhost
 PLUGINS := time fs fetch
-GOFLAGS_TEST ?= -race -count=1
+GOFLAGS_TEST ?= -race -count=1 -timeout 8m
 FUZZTIME ?= 10s
 
 .PHONY: all build plugins run test lint check bench fuzz clean
