@@ -16,7 +16,7 @@ func newWorkerCmd(g *globalOptions) *cobra.Command {
 		Hidden: true,
 		Args:   cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			return worker.Serve(cmd.Context(), g.stdin, g.stdout, cache)
+			return worker.Run(cmd.Context(), cache)
 		},
 	}
 	cmd.Flags().StringVar(&cache, "cache", "", "compilation cache directory")

@@ -49,9 +49,15 @@ type Options struct {
 	AddressSpaceBytes uint64
 	// Grace is how long past a call's deadline the worker may take before
 	// it is killed; 0 means 100 ms.
-	Grace  time.Duration
-	Logger *slog.Logger
+	Grace time.Duration
+	// MeasurePeakRSS has every worker report the peak resident memory of
+	// each call (two extra system calls per call), for Stats.
+	MeasurePeakRSS bool
+	Logger         *slog.Logger
 }
+
+// startTimeout bounds how long a new worker may take to report ready.
+const startTimeout = 30 * time.Second
 
 // Pool is a sandbox.Engine whose calls run in worker processes.
 type Pool struct {
@@ -63,6 +69,54 @@ type Pool struct {
 	stop  context.CancelFunc
 	specs sync.Map // key → *sandbox.Spec, for (re)loading into workers
 	gen   atomic.Uint64
+
+	procsMu sync.Mutex
+	procs   map[*proc]struct{} // every live worker process, idle or busy
+
+	lifeMu  sync.Mutex // orders replace's wg.Add before Close's wg.Wait
+	closing bool
+
+	started, killed, crashed atomic.Uint64
+	peakRSS                  atomic.Int64
+}
+
+// Stats is a snapshot of a pool's workers.
+type Stats struct {
+	// Workers is the number of worker processes alive now, idle or busy
+	// (it dips below Options.Workers while a replacement starts).
+	Workers int
+	// Started counts the processes started since NewPool, Killed those
+	// the supervisor killed (deadline, memory cap, protocol error, a dead
+	// or stopped pool) and Crashed those that died on their own.
+	Started, Killed, Crashed uint64
+	// PeakRSSBytes is the highest resident memory of any one worker seen
+	// since NewPool or the last ResetPeakRSS: sampled every 10 ms during
+	// calls, read just before a kill, and reported by the worker after
+	// every call when Options.MeasurePeakRSS is set.
+	PeakRSSBytes int64
+}
+
+// Stats returns the pool's counters.
+func (p *Pool) Stats() Stats {
+	p.procsMu.Lock()
+	n := len(p.procs)
+	p.procsMu.Unlock()
+	return Stats{
+		Workers: n, Started: p.started.Load(), Killed: p.killed.Load(), Crashed: p.crashed.Load(),
+		PeakRSSBytes: p.peakRSS.Load(),
+	}
+}
+
+// ResetPeakRSS starts a new peak measurement for Stats.PeakRSSBytes.
+func (p *Pool) ResetPeakRSS() { p.peakRSS.Store(0) }
+
+func (p *Pool) notePeak(rss int64) {
+	for {
+		old := p.peakRSS.Load()
+		if rss <= old || p.peakRSS.CompareAndSwap(old, rss) {
+			return
+		}
+	}
 }
 
 var _ sandbox.Engine = (*Pool)(nil)
@@ -89,7 +143,7 @@ func NewPool(ctx context.Context, opts Options) (*Pool, error) {
 		log = slog.New(slog.DiscardHandler)
 	}
 	pctx, stop := context.WithCancel(context.Background())
-	p := &Pool{opts: opts, log: log, idle: newIdleSet(opts.Workers), ctx: pctx, stop: stop}
+	p := &Pool{opts: opts, log: log, idle: newIdleSet(opts.Workers), ctx: pctx, stop: stop, procs: map[*proc]struct{}{}}
 	for range opts.Workers {
 		w, err := p.start()
 		if err != nil {
@@ -104,6 +158,7 @@ func NewPool(ctx context.Context, opts Options) (*Pool, error) {
 // proc is one worker process.
 type proc struct {
 	id     uint64
+	pool   *Pool
 	cmd    *exec.Cmd
 	stdin  io.WriteCloser
 	stdout *bufio.Reader
@@ -111,6 +166,9 @@ type proc struct {
 	loaded map[string]bool
 	dead   chan struct{} // closed when the process has exited
 	killed atomic.Value  // string: why the supervisor killed it
+	// busy is set while a call holds the worker; replaced once a
+	// replacement has been started for it.
+	busy, replaced atomic.Bool
 }
 
 func (p *Pool) start() (*proc, error) {
@@ -126,7 +184,7 @@ func (p *Pool) start() (*proc, error) {
 	if err != nil {
 		return nil, err
 	}
-	w := &proc{id: p.gen.Add(1), cmd: cmd, stdin: stdin, stdout: bufio.NewReaderSize(stdout, 64<<10), stderr: &tailBuffer{max: 4096}, loaded: map[string]bool{}, dead: make(chan struct{})}
+	w := &proc{id: p.gen.Add(1), pool: p, cmd: cmd, stdin: stdin, stdout: bufio.NewReaderSize(stdout, 64<<10), stderr: &tailBuffer{max: 4096}, loaded: map[string]bool{}, dead: make(chan struct{})}
 	cmd.Stderr = w.stderr
 	if err := cmd.Start(); err != nil {
 		return nil, fmt.Errorf("worker: start %s: %w", p.opts.Command[0], err)
@@ -137,11 +195,33 @@ func (p *Pool) start() (*proc, error) {
 	}
 	core := unix.Rlimit{}
 	_ = unix.Prlimit(cmd.Process.Pid, unix.RLIMIT_CORE, &core, nil)
+	w.busy.Store(true) // until it is first put in the idle set
+	p.started.Add(1)
+	p.procsMu.Lock()
+	p.procs[w] = struct{}{}
+	p.procsMu.Unlock()
 	go func() {
 		_ = cmd.Wait()
+		p.procsMu.Lock()
+		delete(p.procs, w)
+		p.procsMu.Unlock()
+		reason := w.killed.Load()
+		crashed := reason == nil || reason == reasonCrashed
+		if crashed {
+			p.crashed.Add(1)
+		}
 		close(w.dead)
+		if crashed && !w.busy.Load() {
+			// It died while idle: replace it now rather than when a
+			// call finds it dead.
+			p.replace(w)
+		}
 	}()
+	// A worker that does not come up in time is killed, which ends the
+	// read below.
+	slow := time.AfterFunc(startTimeout, func() { w.kill("did not start in time") })
 	f, err := readFrame(w.stdout, 0)
+	slow.Stop()
 	if err != nil || f.kind != kindReady {
 		w.kill("did not start")
 		return nil, fmt.Errorf("worker: the sandbox worker did not start: %v %s", err, strings.TrimSpace(w.stderr.String()))
@@ -149,10 +229,30 @@ func (p *Pool) start() (*proc, error) {
 	return w, nil
 }
 
+// reasonCrashed marks a worker that died on its own mid-request; kill
+// then only makes sure it is gone.
+const reasonCrashed = "crashed"
+
 func (w *proc) kill(reason string) {
-	w.killed.CompareAndSwap(nil, reason)
+	if w.killed.CompareAndSwap(nil, reason) && reason != reasonCrashed {
+		select {
+		case <-w.dead: // it died on its own first
+		default:
+			w.pool.killed.Add(1)
+		}
+	}
 	_ = syscall.Kill(-w.cmd.Process.Pid, syscall.SIGKILL)
 	_ = w.cmd.Process.Kill()
+}
+
+// alive reports whether the process has neither exited nor been killed.
+func (w *proc) alive() bool {
+	select {
+	case <-w.dead:
+		return false
+	default:
+		return w.killed.Load() == nil
+	}
 }
 
 // idleSet holds idle workers; get prefers the most recently used worker
@@ -166,17 +266,22 @@ type idleSet struct {
 func newIdleSet(n int) *idleSet { return &idleSet{avail: make(chan struct{}, n)} }
 
 func (s *idleSet) put(w *proc) {
+	w.busy.Store(false)
 	s.mu.Lock()
 	s.procs = append(s.procs, w)
 	s.mu.Unlock()
 	s.avail <- struct{}{}
 }
 
-// take removes a worker; the caller has consumed one token from avail.
+// take removes a worker (nil if there is none: the pool closed); the
+// caller has consumed one token from avail.
 func (s *idleSet) take(key string) *proc {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	i := len(s.procs) - 1
+	if i < 0 {
+		return nil
+	}
 	for j := i; j >= 0; j-- {
 		if s.procs[j].loaded[key] {
 			i = j
@@ -188,36 +293,60 @@ func (s *idleSet) take(key string) *proc {
 	return w
 }
 
-// acquire takes an idle worker, waiting at most until ctx ends.
+// acquire takes an idle, live worker, waiting at most until ctx ends. A
+// worker that died while idle (killed from outside, say) is replaced, and
+// never handed to a call that would then be blamed for its death.
 func (p *Pool) acquire(ctx context.Context, key string) (*proc, error) {
-	select {
-	case <-p.idle.avail:
-		return p.idle.take(key), nil
-	default:
-	}
-	select {
-	case <-p.idle.avail:
-		return p.idle.take(key), nil
-	case <-ctx.Done():
-		return nil, sandbox.Errorf(sandbox.CodeBusy, "every sandbox worker is busy; retry shortly")
-	case <-p.ctx.Done():
-		return nil, sandbox.Errorf(sandbox.CodeUnavailable, "the host is shutting down")
+	for {
+		if p.ctx.Err() != nil {
+			return nil, sandbox.Errorf(sandbox.CodeUnavailable, "the host is shutting down")
+		}
+		select {
+		case <-p.idle.avail:
+		default:
+			select {
+			case <-p.idle.avail:
+			case <-ctx.Done():
+				return nil, sandbox.Errorf(sandbox.CodeBusy, "every sandbox worker is busy; retry shortly")
+			case <-p.ctx.Done():
+				return nil, sandbox.Errorf(sandbox.CodeUnavailable, "the host is shutting down")
+			}
+		}
+		w := p.idle.take(key)
+		if w == nil {
+			return nil, sandbox.Errorf(sandbox.CodeUnavailable, "the host is shutting down")
+		}
+		if w.alive() {
+			w.busy.Store(true)
+			return w, nil
+		}
+		w.kill("replaced")
+		p.replace(w)
 	}
 }
 
 // release returns a healthy worker, or replaces a dead one in the background.
 func (p *Pool) release(w *proc) {
-	alive := w.killed.Load() == nil && p.ctx.Err() == nil
-	select {
-	case <-w.dead:
-		alive = false
-	default:
-	}
-	if alive {
+	if w.alive() && p.ctx.Err() == nil {
 		p.idle.put(w)
 		return
 	}
 	w.kill("replaced")
+	p.replace(w)
+}
+
+// replace starts a worker in the background to take dead worker w's place,
+// once per w whoever notices its death first (the call it was running,
+// acquire, or its own exit while idle).
+func (p *Pool) replace(w *proc) {
+	if !w.replaced.CompareAndSwap(false, true) {
+		return
+	}
+	p.lifeMu.Lock()
+	defer p.lifeMu.Unlock()
+	if p.closing {
+		return
+	}
 	p.wg.Add(1)
 	go func() {
 		defer p.wg.Done()
@@ -240,17 +369,33 @@ func (p *Pool) release(w *proc) {
 	}()
 }
 
-// Close kills every worker.
+// Close kills every worker, idle or busy, and waits (until ctx ends) for
+// the processes to exit. Calls in flight end with an error.
 func (p *Pool) Close(ctx context.Context) error {
+	p.lifeMu.Lock()
+	p.closing = true
+	p.lifeMu.Unlock()
 	p.stop()
 	p.wg.Wait()
 	p.idle.mu.Lock()
-	defer p.idle.mu.Unlock()
-	for _, w := range p.idle.procs {
-		w.stdin.Close()
+	p.idle.procs = nil
+	p.idle.mu.Unlock()
+	p.procsMu.Lock()
+	all := make([]*proc, 0, len(p.procs))
+	for w := range p.procs {
+		all = append(all, w)
+	}
+	p.procsMu.Unlock()
+	for _, w := range all {
 		w.kill("pool closed")
 	}
-	p.idle.procs = nil
+	for _, w := range all {
+		select {
+		case <-w.dead:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
 	return nil
 }
 
@@ -259,16 +404,28 @@ func (p *Pool) Close(ctx context.Context) error {
 func (p *Pool) Compile(ctx context.Context, spec sandbox.Spec) (sandbox.Module, error) {
 	s := spec
 	p.specs.Store(spec.Key, &s)
-	w, err := p.acquire(ctx, s.Key)
-	if err != nil {
-		return nil, err
+	err := p.compileIn(ctx, &s)
+	if errors.Is(err, errNotDelivered) {
+		err = p.compileIn(ctx, &s)
 	}
-	err = p.load(w, &s)
-	p.release(w)
 	if err != nil {
-		return nil, err
+		p.specs.Delete(spec.Key)
+		var se *sandbox.Error
+		if errors.As(err, &se) {
+			return nil, se
+		}
+		return nil, sandbox.Errorf(sandbox.CodeInternal, "%v", err)
 	}
 	return &module{pool: p, spec: &s}, nil
+}
+
+func (p *Pool) compileIn(ctx context.Context, spec *sandbox.Spec) error {
+	w, err := p.acquire(ctx, spec.Key)
+	if err != nil {
+		return err
+	}
+	defer p.release(w)
+	return p.load(w, spec)
 }
 
 func (p *Pool) load(w *proc, spec *sandbox.Spec) error {
@@ -297,6 +454,10 @@ func (p *Pool) load(w *proc, spec *sandbox.Spec) error {
 	return nil
 }
 
+// errNotDelivered means the request could not be written to the worker,
+// which therefore never started it: the call may go to another worker.
+var errNotDelivered = errors.New("worker: request not delivered")
+
 // roundTrip sends one request and waits for the reply, killing the worker
 // if it takes longer than limit or its memory passes the cap.
 func (p *Pool) roundTrip(w *proc, kind byte, header any, body []byte, limit time.Duration, maxReply int) (replyHeader, []byte, error) {
@@ -307,7 +468,7 @@ func (p *Pool) roundTrip(w *proc, kind byte, header any, body []byte, limit time
 	done := make(chan result, 1)
 	go func() {
 		if err := writeFrame(w.stdin, kind, header, body); err != nil {
-			done <- result{err: err}
+			done <- result{err: fmt.Errorf("%w: %w", errNotDelivered, err)}
 			return
 		}
 		f, err := readFrame(w.stdout, maxReply)
@@ -321,8 +482,13 @@ func (p *Pool) roundTrip(w *proc, kind byte, header any, body []byte, limit time
 		select {
 		case r := <-done:
 			if r.err != nil {
-				w.kill("protocol error")
+				// The worker closed its end: it died (or wrote garbage,
+				// which readFrame refuses before allocating).
+				w.kill(reasonCrashed)
 				<-w.dead
+				if errors.Is(r.err, errNotDelivered) && w.killed.Load() == reasonCrashed {
+					return replyHeader{}, nil, r.err
+				}
 				return replyHeader{}, nil, p.deathError(w, r.err)
 			}
 			if r.f.kind != kindReply {
@@ -334,13 +500,18 @@ func (p *Pool) roundTrip(w *proc, kind byte, header any, body []byte, limit time
 				w.kill("protocol error")
 				return replyHeader{}, nil, sandbox.Errorf(sandbox.CodeInternal, "sandbox worker sent a malformed reply")
 			}
+			p.notePeak(h.PeakRSS)
 			return h, r.f.body, nil
 		case <-timer.C:
+			p.notePeak(peakResidentBytes(w.cmd.Process.Pid))
 			w.kill("deadline")
 			<-done
 			return replyHeader{}, nil, sandbox.Errorf(sandbox.CodeTimeout, "the tool did not finish within its deadline; it was stopped")
 		case <-tick.C:
-			if rss := residentBytes(w.cmd.Process.Pid); rss > p.opts.MaxRSSBytes {
+			rss := residentBytes(w.cmd.Process.Pid)
+			p.notePeak(rss)
+			if rss > p.opts.MaxRSSBytes {
+				p.notePeak(peakResidentBytes(w.cmd.Process.Pid))
 				w.kill("memory")
 				<-done
 				return replyHeader{}, nil, sandbox.Errorf(sandbox.CodeMemoryLimit, "the tool used more than %d MiB of memory; it was stopped", p.opts.MaxRSSBytes>>20)
@@ -352,14 +523,23 @@ func (p *Pool) roundTrip(w *proc, kind byte, header any, body []byte, limit time
 // deathError explains why a worker died mid-request.
 func (p *Pool) deathError(w *proc, err error) error {
 	reason, _ := w.killed.Load().(string)
-	tail := w.stderr.Head() + "\n" + w.stderr.String()
+	if p.ctx.Err() != nil {
+		return sandbox.Errorf(sandbox.CodeUnavailable, "the host is shutting down")
+	}
+	head := w.stderr.Head()
+	tail := head + "\n" + w.stderr.String()
 	switch {
 	case reason == "deadline":
 		return sandbox.Errorf(sandbox.CodeTimeout, "the tool did not finish within its deadline; it was stopped")
 	case reason == "memory", strings.Contains(tail, "out of memory"), strings.Contains(tail, "cannot allocate memory"):
 		return sandbox.Errorf(sandbox.CodeMemoryLimit, "the tool exhausted the memory of its sandbox; it was stopped")
 	}
-	first := strings.SplitN(strings.TrimSpace(w.stderr.Head()), "\n", 2)[0]
+	first := strings.SplitN(strings.TrimSpace(head), "\n", 2)[0]
+	if first == "" {
+		if st := w.cmd.ProcessState; st != nil {
+			first = st.String() // e.g. "signal: killed"
+		}
+	}
 	p.log.Warn("sandbox worker died", "err", err, "stderr", first)
 	return sandbox.Errorf(sandbox.CodePluginError, "the sandbox running the tool crashed (%s)", firstWords(first))
 }
@@ -371,6 +551,23 @@ type module struct {
 
 // Call implements sandbox.Module.
 func (m *module) Call(ctx context.Context, export string, input []byte) ([]byte, error) {
+	out, err := m.call(ctx, export, input)
+	if errors.Is(err, errNotDelivered) {
+		// The worker was gone before it read the request; another one
+		// can run it.
+		out, err = m.call(ctx, export, input)
+	}
+	if err != nil {
+		var se *sandbox.Error
+		if errors.As(err, &se) {
+			return nil, se
+		}
+		return nil, sandbox.Errorf(sandbox.CodeInternal, "%v", err)
+	}
+	return out, nil
+}
+
+func (m *module) call(ctx context.Context, export string, input []byte) ([]byte, error) {
 	p := m.pool
 	w, err := p.acquire(ctx, m.spec.Key)
 	if err != nil {
@@ -387,13 +584,9 @@ func (m *module) Call(ctx context.Context, export string, input []byte) ([]byte,
 	if d, ok := ctx.Deadline(); ok && time.Until(d) < deadline {
 		deadline = max(time.Until(d), time.Millisecond)
 	}
-	h, out, err := p.roundTrip(w, kindCall, callHeader{Key: m.spec.Key, Export: export}, input, deadline, int(m.spec.Limits.MaxOutputBytes))
+	h, out, err := p.roundTrip(w, kindCall, callHeader{Key: m.spec.Key, Export: export, Measure: p.opts.MeasurePeakRSS}, input, deadline, int(m.spec.Limits.MaxOutputBytes))
 	if err != nil {
-		var se *sandbox.Error
-		if errors.As(err, &se) {
-			return nil, se
-		}
-		return nil, sandbox.Errorf(sandbox.CodeInternal, "%v", err)
+		return nil, err
 	}
 	if h.Code != "" {
 		return nil, &sandbox.Error{Code: sandbox.Code(h.Code), Message: h.Message}
@@ -418,6 +611,27 @@ func (p *Pool) sweep(w *proc) {
 		}
 		delete(w.loaded, key)
 	}
+}
+
+// peakResidentBytes is the process's peak resident memory (VmHWM), 0 if
+// it cannot be read.
+func peakResidentBytes(pid int) int64 {
+	data, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/status")
+	if err != nil {
+		return 0
+	}
+	return parseStatusKB(data, "VmHWM:")
+}
+
+// parseStatusKB reads a "Name:   123 kB" line of /proc/PID/status.
+func parseStatusKB(status []byte, name string) int64 {
+	for line := range strings.SplitSeq(string(status), "\n") {
+		if rest, ok := strings.CutPrefix(line, name); ok {
+			kb, _ := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(rest), " kB"), 10, 64)
+			return kb << 10
+		}
+	}
+	return 0
 }
 
 func residentBytes(pid int) int64 {
@@ -466,14 +680,6 @@ func (t *tailBuffer) Head() string {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	return string(t.head)
-}
-
-func lastLine(s string) string {
-	s = strings.TrimSpace(s)
-	if i := strings.LastIndexByte(s, '\n'); i >= 0 {
-		return s[i+1:]
-	}
-	return s
 }
 
 func firstWords(s string) string {

@@ -34,13 +34,25 @@ func writeFrame(w io.Writer, kind byte, header any, body []byte) error {
 	if err != nil {
 		return err
 	}
-	buf := make([]byte, 9, 9+len(h)+len(body))
+	// A large body (a module, an output) is written as is rather than
+	// copied next to the header: the host holds one copy of it, not two.
+	inline := len(body) <= 64<<10
+	n := 9 + len(h)
+	if inline {
+		n += len(body)
+	}
+	buf := make([]byte, 9, n)
 	binary.BigEndian.PutUint32(buf[0:4], uint32(5+len(h)+len(body)))
 	buf[4] = kind
 	binary.BigEndian.PutUint32(buf[5:9], uint32(len(h)))
 	buf = append(buf, h...)
-	buf = append(buf, body...)
-	_, err = w.Write(buf)
+	if inline {
+		buf = append(buf, body...)
+	}
+	if _, err := w.Write(buf); err != nil || inline {
+		return err
+	}
+	_, err = w.Write(body)
 	return err
 }
 
@@ -78,6 +90,8 @@ type loadHeader struct {
 type callHeader struct {
 	Key    string `json:"key"`
 	Export string `json:"export"`
+	// Measure asks the worker for the call's peak resident memory.
+	Measure bool `json:"measure,omitempty"`
 }
 
 type unloadHeader struct {
@@ -87,4 +101,7 @@ type unloadHeader struct {
 type replyHeader struct {
 	Code    string `json:"code,omitempty"`
 	Message string `json:"message,omitempty"`
+	// PeakRSS is the worker's peak resident memory during the call, in
+	// bytes, when the call asked for it.
+	PeakRSS int64 `json:"peak_rss,omitempty"`
 }

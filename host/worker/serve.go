@@ -9,6 +9,9 @@ import (
 	"io"
 	"os"
 	"runtime/debug"
+	"runtime/metrics"
+
+	"golang.org/x/sys/unix"
 
 	"github.com/toolhost/toolhost/host/sandbox"
 	"github.com/toolhost/toolhost/plugin"
@@ -86,13 +89,22 @@ func Serve(ctx context.Context, r io.Reader, w io.Writer, cacheDir string) error
 				}
 				continue
 			}
+			if h.Measure {
+				resetPeakRSS()
+			}
 			out, err := mod.Call(ctx, h.Export, f.body)
 			if err != nil {
 				out = nil
 			}
-			if err := reply(asErrorOrNil(err), out); err != nil {
+			var peak int64
+			if h.Measure {
+				peak = ownPeakRSS()
+			}
+			if err := replyCall(bw, asErrorOrNil(err), out, peak); err != nil {
 				return err
 			}
+			out = nil
+			trimMemory()
 		case kindUnload:
 			var h unloadHeader
 			if err := json.Unmarshal(f.header, &h); err == nil {
@@ -107,6 +119,67 @@ func Serve(ctx context.Context, r io.Reader, w io.Writer, cacheDir string) error
 		default:
 			return fmt.Errorf("worker: unknown frame kind %d", f.kind)
 		}
+	}
+}
+
+func replyCall(bw *bufio.Writer, e *sandbox.Error, body []byte, peak int64) error {
+	h := replyHeader{PeakRSS: peak}
+	if e != nil {
+		h.Code, h.Message = string(e.Code), e.Message
+	}
+	if err := writeFrame(bw, kindReply, h, body); err != nil {
+		return err
+	}
+	return bw.Flush()
+}
+
+// resetPeakRSS restarts the kernel's peak resident memory (VmHWM) count
+// for this process.
+func resetPeakRSS() {
+	_ = os.WriteFile("/proc/self/clear_refs", []byte("5"), 0)
+}
+
+func ownPeakRSS() int64 {
+	data, err := os.ReadFile("/proc/self/status")
+	if err != nil {
+		return 0
+	}
+	return parseStatusKB(data, "VmHWM:")
+}
+
+// trimSlack is how much the worker's memory may grow past what it held
+// after its last trim before it hands memory back to the system.
+const trimSlack = 64 << 20
+
+var (
+	trimSamples = []metrics.Sample{
+		{Name: "/memory/classes/total:bytes"},
+		{Name: "/memory/classes/heap/released:bytes"},
+	}
+	trimBase uint64
+)
+
+// heldBytes is the memory the Go runtime holds from the system (an upper
+// bound of its share of the resident set).
+func heldBytes() uint64 {
+	metrics.Read(trimSamples)
+	total, released := trimSamples[0].Value, trimSamples[1].Value
+	if total.Kind() != metrics.KindUint64 || released.Kind() != metrics.KindUint64 {
+		return 0
+	}
+	return total.Uint64() - released.Uint64()
+}
+
+// trimMemory returns memory to the system after a call that used a lot of
+// it (a plugin's linear memory, a deep call stack), so that what one call
+// left behind does not count against the next one's memory cap. Serve
+// runs one request at a time, so the package state needs no lock.
+func trimMemory() {
+	if held := heldBytes(); held > trimBase+trimSlack {
+		debug.FreeOSMemory()
+		trimBase = heldBytes()
+	} else if held < trimBase {
+		trimBase = held
 	}
 }
 
@@ -133,9 +206,29 @@ func asError(err error) *sandbox.Error {
 	return sandbox.Errorf(sandbox.CodeInternal, "%v", err)
 }
 
-// Main runs a worker on stdin/stdout and returns the process exit code.
+// Run is the body of a worker process (`toolhost sandbox-worker`): it
+// serves requests on stdin/stdout until stdin ends. The protocol keeps the
+// original stdout to itself and file descriptor 1 is pointed at stderr, so
+// that nothing else in the process (a library's stray print) can write
+// into the protocol stream.
+func Run(ctx context.Context, cacheDir string) error {
+	// extism copies a module's WASI stdout to os.Stdout when this is set.
+	os.Unsetenv("EXTISM_ENABLE_WASI_OUTPUT")
+	out := os.Stdout
+	if fd, err := unix.Dup(1); err == nil {
+		if err := unix.Dup3(2, 1, 0); err == nil {
+			unix.CloseOnExec(fd)
+			out = os.NewFile(uintptr(fd), "protocol")
+		} else {
+			unix.Close(fd)
+		}
+	}
+	return Serve(ctx, os.Stdin, out, cacheDir)
+}
+
+// Main runs a worker and returns the process exit code.
 func Main(cacheDir string) int {
-	if err := Serve(context.Background(), os.Stdin, os.Stdout, cacheDir); err != nil {
+	if err := Run(context.Background(), cacheDir); err != nil {
 		fmt.Fprintf(os.Stderr, "sandbox worker: %v\n", err)
 		return 1
 	}
