@@ -47,8 +47,10 @@ type Host struct {
 	trust   curator.TrustSet
 	plugins map[string]*loaded // by plugin name
 	tools   map[string]*toolRef
-	// changed is closed and replaced whenever the tool list changes.
-	changed chan struct{}
+	// changed is closed and replaced whenever the tool list changes;
+	// generation counts the changes.
+	changed    chan struct{}
+	generation uint64
 }
 
 // toolRef points a tool name at its plugin.
@@ -150,6 +152,7 @@ func (h *Host) swap(ts curator.TrustSet, next map[string]*loaded) {
 	h.trust, h.plugins, h.tools = ts, next, tools
 	close(h.changed)
 	h.changed = make(chan struct{})
+	h.generation++
 	h.mu.Unlock()
 	for name, l := range old {
 		if next[name] != l {
@@ -161,9 +164,16 @@ func (h *Host) swap(ts curator.TrustSet, next map[string]*loaded) {
 // Changed returns a channel that is closed the next time the set of tools
 // or their availability changes.
 func (h *Host) Changed() <-chan struct{} {
+	_, ch := h.Watch()
+	return ch
+}
+
+// Watch returns the current change generation and a channel closed at the
+// next change, read together so that no change can fall between them.
+func (h *Host) Watch() (uint64, <-chan struct{}) {
 	h.mu.RLock()
 	defer h.mu.RUnlock()
-	return h.changed
+	return h.generation, h.changed
 }
 
 // Close unloads every plugin. It does not close the store or the engine.

@@ -152,7 +152,7 @@ func (g *globalOptions) openLocalOwner(ctx context.Context) (control.Local, func
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		if err := control.Serve(cctx, ln, local, h.Changed, g.logger); err != nil {
+		if err := control.Serve(cctx, ln, local, h, g.logger); err != nil {
 			g.logger.Error("control socket stopped", "err", err)
 		}
 	}()

@@ -92,7 +92,7 @@ func TestConformance(t *testing.T) {
 			done := make(chan struct{})
 			go func() {
 				defer close(done)
-				control.Serve(ctx, ln, control.Local{H: h}, h.Changed, slog.New(slog.DiscardHandler))
+				control.Serve(ctx, ln, control.Local{H: h}, h, slog.New(slog.DiscardHandler))
 			}()
 			t.Cleanup(func() { cancel(); <-done })
 			if fi, err := os.Stat(sock); err != nil || fi.Mode().Perm() != 0o600 {
@@ -214,7 +214,7 @@ func TestClientFollowsChanges(t *testing.T) {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	go control.Serve(ctx, ln, control.Local{H: h}, h.Changed, slog.New(slog.DiscardHandler))
+	go control.Serve(ctx, ln, control.Local{H: h}, h, slog.New(slog.DiscardHandler))
 	c, err := control.Dial(ctx, sock)
 	if err != nil {
 		t.Fatal(err)

@@ -22,16 +22,21 @@ type Backend struct {
 	changed chan struct{}
 }
 
-// NewBackend starts following the host's changes.
+// NewBackend starts following the host's changes. It learns the current
+// generation before it returns, so no change after NewBackend is missed.
 func NewBackend(ctx context.Context, c *Client, log *slog.Logger) *Backend {
 	b := &Backend{c: c, log: log, changed: make(chan struct{})}
-	go b.follow(ctx)
+	last := int64(-1)
+	if gen, err := c.WaitChange(ctx, -1); err == nil {
+		last = int64(gen)
+	}
+	go b.follow(ctx, last)
 	return b
 }
 
-func (b *Backend) follow(ctx context.Context) {
+func (b *Backend) follow(ctx context.Context, last int64) {
 	for ctx.Err() == nil {
-		changed, err := b.c.WaitChange(ctx)
+		gen, err := b.c.WaitChange(ctx, last)
 		if err != nil {
 			if ctx.Err() != nil {
 				return
@@ -42,15 +47,22 @@ func (b *Backend) follow(ctx context.Context) {
 			case <-ctx.Done():
 				return
 			}
-			changed = true // it may have changed while we were away
+			last = -1 // it may have changed while we were away
+			b.signal()
+			continue
 		}
-		if changed {
-			b.mu.Lock()
-			close(b.changed)
-			b.changed = make(chan struct{})
-			b.mu.Unlock()
+		if last >= 0 && int64(gen) != last {
+			b.signal()
 		}
+		last = int64(gen)
 	}
+}
+
+func (b *Backend) signal() {
+	b.mu.Lock()
+	close(b.changed)
+	b.changed = make(chan struct{})
+	b.mu.Unlock()
 }
 
 // Changed returns a channel closed at the next change.

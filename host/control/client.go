@@ -159,10 +159,11 @@ func (c *Client) SetThreshold(ctx context.Context, n int) error {
 	return c.do(ctx, http.MethodPut, "/v1/trust/threshold/"+strconv.Itoa(n), nil, nil)
 }
 
-// WaitChange blocks until the host's tool set changes, ~25 s pass, or ctx
-// ends. It reports whether a change happened.
-func (c *Client) WaitChange(ctx context.Context) (bool, error) {
-	var s string
-	err := c.do(ctx, http.MethodGet, "/v1/changes", nil, &s)
-	return s == "changed", err
+// WaitChange blocks until the host's change generation differs from
+// after, about 25 s pass, or ctx ends, and returns the generation it saw.
+// Pass a negative after to learn the current generation at once.
+func (c *Client) WaitChange(ctx context.Context, after int64) (uint64, error) {
+	var gen uint64
+	err := c.do(ctx, http.MethodGet, "/v1/changes?after="+strconv.FormatInt(after, 10), nil, &gen)
+	return gen, err
 }

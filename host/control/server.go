@@ -80,8 +80,15 @@ func peerIsSelf(c *net.UnixConn) bool {
 	return int(cred.Uid) == os.Getuid()
 }
 
+// Watcher reports changes of a host's tool set (*host.Host is one).
+type Watcher interface {
+	// Watch returns the current change generation and a channel closed at
+	// the next change.
+	Watch() (uint64, <-chan struct{})
+}
+
 // Serve answers API requests on l until ctx ends.
-func Serve(ctx context.Context, l net.Listener, api API, changes func() <-chan struct{}, log *slog.Logger) error {
+func Serve(ctx context.Context, l net.Listener, api API, changes Watcher, log *slog.Logger) error {
 	srv := &http.Server{Handler: Handler(api, changes), ReadHeaderTimeout: 10 * time.Second, ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelWarn)}
 	go func() {
 		<-ctx.Done()
@@ -95,9 +102,10 @@ func Serve(ctx context.Context, l net.Listener, api API, changes func() <-chan s
 	return nil
 }
 
-// Handler is the control API over HTTP. changes, when not nil, returns a
-// channel closed at the next change of the tool set (for GET /v1/changes).
-func Handler(api API, changes func() <-chan struct{}) http.Handler {
+// Handler is the control API over HTTP. changes, when not nil, serves
+// GET /v1/changes?after=GENERATION, a long poll that answers as soon as the
+// generation differs from the one the client last saw.
+func Handler(api API, changes Watcher) http.Handler {
 	mux := http.NewServeMux()
 	reply := func(w http.ResponseWriter, v any, err error) {
 		w.Header().Set("Content-Type", "application/json")
@@ -209,14 +217,23 @@ func Handler(api API, changes func() <-chan struct{}) http.Handler {
 			http.NotFound(w, r)
 			return
 		}
-		ch := changes()
+		after, err := strconv.ParseInt(r.URL.Query().Get("after"), 10, 64)
+		if err != nil {
+			after = -1
+		}
+		gen, ch := changes.Watch()
+		if after < 0 || uint64(after) != gen {
+			reply(w, gen, nil)
+			return
+		}
 		select {
 		case <-ch:
-			reply(w, "changed", nil)
+			gen, _ = changes.Watch()
 		case <-time.After(25 * time.Second):
-			reply(w, "timeout", nil)
 		case <-r.Context().Done():
+			return
 		}
+		reply(w, gen, nil)
 	})
 	return mux
 }
