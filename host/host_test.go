@@ -188,6 +188,28 @@ func TestEveryCallGetsAFreshInstance(t *testing.T) {
 	}
 }
 
+func TestReuseInstancesIsTheManifestsOptIn(t *testing.T) {
+	e := newEnv(t, host.Options{})
+	m := strings.Replace(string(echoManifest("echo", "1.0.0", "", defaultLimits)), `"description": "test plugin",`, `"description": "test plugin", "reuse_instances": true,`, 1)
+	e.install(e.bundle([]byte(m), e.curator("alice", true)))
+	for i := 1; i <= 3; i++ {
+		res, err := e.call("counter", `{}`)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if string(res) != fmt.Sprint(i) {
+			t.Fatalf("call %d: counter = %s, want %d (the instance should be reused)", i, res, i)
+		}
+	}
+	// A failed call never hands its instance to the next call.
+	if _, err := e.call("fail", `{}`); err == nil {
+		t.Fatal("fail succeeded")
+	}
+	if res, err := e.call("counter", `{}`); err != nil || string(res) != "1" {
+		t.Fatalf("after a failed call: counter = %s, %v, want a fresh instance", res, err)
+	}
+}
+
 func TestTrustPolicyAtInstall(t *testing.T) {
 	e := newEnv(t, host.Options{})
 	manifest := echoManifest("echo", "1.0.0", "", defaultLimits)

@@ -165,7 +165,7 @@ func (l *loaded) spec(allowPrivate bool) sandbox.Spec {
 	return sandbox.Spec{
 		Key: l.digest.String(), Name: l.name, Wasm: l.wasm,
 		Limits: l.manifest.Limits.Effective(), Permissions: l.manifest.Permissions, Exports: exports,
-		AllowPrivateNetwork: allowPrivate,
+		AllowPrivateNetwork: allowPrivate, ReuseInstances: l.manifest.ReuseInstances,
 	}
 }
 

@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"math"
 	"os"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -37,6 +38,38 @@ import (
 // extism alone would report a success with an empty or partial result.
 type InProcess struct {
 	cache wazero.CompilationCache
+
+	// warm lists the modules that hold ready instances, oldest first; at
+	// most maxWarm of them do, so that instances made ahead of calls do
+	// not add up over every plugin a worker has ever run.
+	warmMu sync.Mutex
+	warm   []*inProcessModule
+}
+
+// maxWarm bounds how many modules of one engine keep ready instances.
+const maxWarm = 4
+
+// keepWarm records that m now holds a ready instance and drains the
+// ready instances of the least recently warmed module beyond maxWarm.
+func (e *InProcess) keepWarm(m *inProcessModule) {
+	e.warmMu.Lock()
+	e.warm = slices.DeleteFunc(e.warm, func(x *inProcessModule) bool { return x == m })
+	e.warm = append(e.warm, m)
+	var evict []*inProcessModule
+	for len(e.warm) > maxWarm {
+		evict = append(evict, e.warm[0])
+		e.warm = e.warm[1:]
+	}
+	e.warmMu.Unlock()
+	for _, x := range evict {
+		x.drain()
+	}
+}
+
+func (e *InProcess) forget(m *inProcessModule) {
+	e.warmMu.Lock()
+	e.warm = slices.DeleteFunc(e.warm, func(x *inProcessModule) bool { return x == m })
+	e.warmMu.Unlock()
 }
 
 var _ Engine = (*InProcess)(nil)
@@ -106,7 +139,7 @@ func (e *InProcess) Compile(ctx context.Context, spec Spec) (Module, error) {
 		files.close()
 		return nil, Errorf(CodeInvalidModule, "the module does not compile: %v", firstLine(err.Error()))
 	}
-	m := &inProcessModule{spec: spec, compiled: cp, files: files}
+	m := &inProcessModule{engine: e, spec: spec, compiled: cp, files: files, ready: make(chan *instance, 2)}
 	if err := m.tryInstance(ctx); err != nil {
 		m.Close(ctx)
 		return nil, err
@@ -115,11 +148,27 @@ func (e *InProcess) Compile(ctx context.Context, spec Spec) (Module, error) {
 }
 
 type inProcessModule struct {
+	engine   *InProcess
 	spec     Spec
 	compiled *extism.CompiledPlugin
 	files    *readOnlyFiles
 	closeMu  sync.RWMutex
 	closed   bool
+
+	// ready holds instances made ahead of calls. Without ReuseInstances an
+	// instance in ready has never run a call: making the next one right
+	// after a call takes instantiation off the next call's path. With
+	// ReuseInstances, instances that ended a call cleanly go back here.
+	ready   chan *instance
+	filling sync.Mutex
+}
+
+// instance is one instantiation of the module with the guard and stderr
+// buffer bound to it when it was made.
+type instance struct {
+	p      *extism.Plugin
+	g      *callGuard
+	stderr *cappedBuffer
 }
 
 func (m *inProcessModule) Close(ctx context.Context) error {
@@ -129,6 +178,8 @@ func (m *inProcessModule) Close(ctx context.Context) error {
 		return nil
 	}
 	m.closed = true
+	m.drain()
+	m.engine.forget(m)
 	m.files.close()
 	return m.compiled.Close(ctx)
 }
@@ -179,31 +230,117 @@ func (m *inProcessModule) tryInstance(ctx context.Context) error {
 	return inst.Close(context.Background())
 }
 
-func (m *inProcessModule) Call(ctx context.Context, export string, input []byte) ([]byte, error) {
+// newInstance instantiates the module with a fresh guard and stderr.
+func (m *inProcessModule) newInstance(ctx context.Context) (*instance, error) {
+	in := &instance{g: newCallGuard(m.spec, 0), stderr: &cappedBuffer{n: 4096}}
+	ctx = context.WithValue(ctx, guardKey{}, in.g)
+	ctx = experimental.WithMemoryAllocator(ctx, in.g)
+	p, err := m.compiled.Instance(ctx, extism.PluginInstanceConfig{ModuleConfig: m.moduleConfig(in.stderr)})
+	if err != nil {
+		return in, err
+	}
+	in.p = p
+	in.g.findKernel(p.Memory())
+	return in, nil
+}
+
+// drain closes the module's ready instances.
+func (m *inProcessModule) drain() {
+	for {
+		select {
+		case in := <-m.ready:
+			in.p.Close(context.Background())
+		default:
+			return
+		}
+	}
+}
+
+// put offers an instance to the next call; it reports whether it was kept.
+func (m *inProcessModule) put(in *instance) bool {
+	select {
+	case m.ready <- in:
+		m.engine.keepWarm(m)
+		return true
+	default:
+		return false
+	}
+}
+
+// take returns a ready instance, or makes one.
+func (m *inProcessModule) take(ctx context.Context) (*instance, error) {
+	select {
+	case in := <-m.ready:
+		return in, nil
+	default:
+		return m.newInstance(ctx)
+	}
+}
+
+// refill makes a fresh instance for the next call, in the background.
+func (m *inProcessModule) refill() {
+	if !m.filling.TryLock() {
+		return
+	}
+	go func() {
+		defer m.filling.Unlock()
+		m.closeMu.RLock()
+		defer m.closeMu.RUnlock()
+		if m.closed || len(m.ready) > 0 {
+			return
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		in, err := m.newInstance(ctx)
+		if err != nil {
+			return
+		}
+		if !m.put(in) {
+			in.p.Close(context.Background())
+		}
+	}()
+}
+
+// done disposes of an instance after a call: reused only when the
+// manifest opted in and the call ended cleanly, else closed.
+func (m *inProcessModule) done(in *instance, clean bool) {
+	if m.spec.ReuseInstances && clean {
+		in.g.reset()
+		if m.put(in) {
+			return
+		}
+	}
+	in.p.Close(context.Background())
+	if !m.spec.ReuseInstances {
+		m.refill()
+	}
+}
+
+func (m *inProcessModule) Call(ctx context.Context, export string, input []byte) (out []byte, err error) {
 	m.closeMu.RLock()
 	defer m.closeMu.RUnlock()
 	if m.closed {
 		return nil, Errorf(CodeUnavailable, "plugin %s was unloaded", m.spec.Name)
 	}
-	g := newCallGuard(m.spec, len(input))
-	if uint64(len(input)) > g.memLimit {
+	if uint64(len(input)) > uint64(m.spec.Limits.MemoryPages)*65536 {
 		return nil, m.inputError(len(input))
 	}
 	deadline := time.Duration(m.spec.Limits.TimeoutMS) * time.Millisecond
 	ctx, cancel := context.WithTimeout(ctx, deadline)
 	defer cancel()
 
-	stderr := &cappedBuffer{n: 4096}
+	in, ierr := m.take(ctx)
+	g, stderr := in.g, in.stderr
+	g.inputLen = uint64(len(input))
 	state := &callState{}
 	ctx = context.WithValue(ctx, callStateKey{}, state)
 	ctx = context.WithValue(ctx, guardKey{}, g)
 	ctx = experimental.WithMemoryAllocator(ctx, g)
-	inst, err := m.compiled.Instance(ctx, extism.PluginInstanceConfig{ModuleConfig: m.moduleConfig(stderr)})
-	if err != nil {
-		return nil, m.failure(ctx, g, err, stderr)
+	if ierr != nil {
+		return nil, m.failure(ctx, g, ierr, stderr)
 	}
-	defer inst.Close(context.Background())
-	g.findKernel(inst.Memory())
+	inst := in.p
+	defer func() { m.done(in, err == nil) }()
 	rc, out, err := inst.CallWithContext(ctx, export, input)
 	if g.inputRefused && ctx.Err() == nil {
 		// extism ignores the failure to copy the input into the kernel's
@@ -382,6 +519,11 @@ type callGuard struct {
 
 	kernel    api.Memory // the Extism kernel's memory, once looked up
 	badAccess string     // the first out-of-range host-function access
+}
+
+// reset clears what one call recorded, for an instance that is reused.
+func (g *callGuard) reset() {
+	*g = callGuard{memLimit: g.memLimit, mems: g.mems, kernel: g.kernel}
 }
 
 func newCallGuard(spec Spec, inputLen int) *callGuard {

@@ -57,6 +57,9 @@ type Spec struct {
 	Permissions plugin.Permissions
 	// Exports are the functions the manifest's tools call.
 	Exports []string
+	// ReuseInstances lets calls run one after another in the same instance
+	// (the signed manifest's opt-in); otherwise every call gets a fresh one.
+	ReuseInstances bool
 	// AllowPrivateNetwork is the operator's explicit grant to reach
 	// loopback, private and link-local addresses (never the plugin's).
 	AllowPrivateNetwork bool

@@ -263,7 +263,10 @@ type idleSet struct {
 	avail chan struct{}
 }
 
-func newIdleSet(n int) *idleSet { return &idleSet{avail: make(chan struct{}, n)} }
+// newIdleSet makes room for n live workers plus as many dead ones: a
+// worker that dies while idle stays in the set (with its token) until
+// acquire takes it and drops it, while its replacement is already put.
+func newIdleSet(n int) *idleSet { return &idleSet{avail: make(chan struct{}, 2*n+2)} }
 
 func (s *idleSet) put(w *proc) {
 	w.busy.Store(false)
@@ -432,7 +435,7 @@ func (p *Pool) load(w *proc, spec *sandbox.Spec) error {
 	h := loadHeader{
 		Key: spec.Key, Name: spec.Name, MemoryPages: spec.Limits.MemoryPages, TimeoutMS: spec.Limits.TimeoutMS,
 		MaxOutput: spec.Limits.MaxOutputBytes, Hosts: spec.Permissions.AllowedHosts, Paths: spec.Permissions.AllowedPaths,
-		Exports: spec.Exports, Private: spec.AllowPrivateNetwork,
+		Exports: spec.Exports, Private: spec.AllowPrivateNetwork, Reuse: spec.ReuseInstances,
 	}
 	// Compiling a large module can take seconds; a module that makes the
 	// compiler run away is stopped by the same watchdogs as a call.

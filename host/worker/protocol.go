@@ -85,6 +85,7 @@ type loadHeader struct {
 	Paths       map[string]string `json:"allowed_paths,omitempty"`
 	Exports     []string          `json:"exports"`
 	Private     bool              `json:"allow_private_network,omitempty"`
+	Reuse       bool              `json:"reuse_instances,omitempty"`
 }
 
 type callHeader struct {

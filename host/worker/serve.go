@@ -185,7 +185,7 @@ func trimMemory() {
 
 func specFromLoad(h loadHeader, wasm []byte) sandbox.Spec {
 	return sandbox.Spec{
-		Key: h.Key, Name: h.Name, Wasm: wasm, Exports: h.Exports, AllowPrivateNetwork: h.Private,
+		Key: h.Key, Name: h.Name, Wasm: wasm, Exports: h.Exports, AllowPrivateNetwork: h.Private, ReuseInstances: h.Reuse,
 		Limits:      plugin.Limits{MemoryPages: h.MemoryPages, TimeoutMS: h.TimeoutMS, MaxOutputBytes: h.MaxOutput},
 		Permissions: plugin.Permissions{AllowedHosts: h.Hosts, AllowedPaths: h.Paths},
 	}
