@@ -255,8 +255,8 @@ func (w *proc) alive() bool {
 	}
 }
 
-// idleSet holds idle workers; get prefers the most recently used worker
-// that already has the wanted module loaded.
+// idleSet holds idle workers, oldest first; take prefers the longest idle
+// worker that already has the wanted module loaded.
 type idleSet struct {
 	mu    sync.Mutex
 	procs []*proc
@@ -281,11 +281,13 @@ func (s *idleSet) put(w *proc) {
 func (s *idleSet) take(key string) *proc {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	i := len(s.procs) - 1
-	if i < 0 {
+	if len(s.procs) == 0 {
 		return nil
 	}
-	for j := i; j >= 0; j-- {
+	// The longest idle worker that has the module: it has had the most
+	// time to prepare the module's next instance since its last call.
+	i := 0
+	for j := range s.procs {
 		if s.procs[j].loaded[key] {
 			i = j
 			break
