@@ -433,15 +433,20 @@ func (p *Pool) compileIn(ctx context.Context, spec *sandbox.Spec) error {
 	return p.load(w, spec)
 }
 
+// maxCompileTime bounds loading (compiling and instantiating once) a module
+// in a worker.
+const maxCompileTime = 2 * time.Minute
+
 func (p *Pool) load(w *proc, spec *sandbox.Spec) error {
 	h := loadHeader{
 		Key: spec.Key, Name: spec.Name, MemoryPages: spec.Limits.MemoryPages, TimeoutMS: spec.Limits.TimeoutMS,
 		MaxOutput: spec.Limits.MaxOutputBytes, Hosts: spec.Permissions.AllowedHosts, Paths: spec.Permissions.AllowedPaths,
 		Exports: spec.Exports, Private: spec.AllowPrivateNetwork, Reuse: spec.ReuseInstances,
 	}
-	// Compiling a large module can take seconds; a module that makes the
+	// Compiling a large module can take seconds (a Go guest: ~2 s on an
+	// idle core, much more on a loaded machine); a module that makes the
 	// compiler run away is stopped by the same watchdogs as a call.
-	rh, _, err := p.roundTrip(w, kindLoad, h, spec.Wasm, 60*time.Second, int(plugin.MaxOutputBytes))
+	rh, _, err := p.roundTrip(w, kindLoad, h, spec.Wasm, maxCompileTime, int(plugin.MaxOutputBytes))
 	if err != nil {
 		if se := (*sandbox.Error)(nil); errors.As(err, &se) && se.Code == sandbox.CodeTimeout {
 			return sandbox.Errorf(sandbox.CodeInvalidModule, "compiling the module took too long")
