@@ -15,7 +15,7 @@ build:
 # One unsigned bundle per sample plugin: build/plugins/<name>.plugin
 plugins: build $(PLUGINS:%=build/plugins/%.plugin)
 
-build/plugins/%.plugin: $(BIN) sample-plugins/%/plugin.json $(wildcard sample-plugins/*/*.go) sample-plugins/go.mod
+build/plugins/%.plugin: $(BIN) sample-plugins/%/plugin.json $(wildcard sample-plugins/*/*.go sample-plugins/internal/*/*.go) sample-plugins/go.mod
 	@mkdir -p build/plugins/$*
 	cd sample-plugins/$* && GOOS=wasip1 GOARCH=wasm $(GO) build -trimpath -buildmode=c-shared -o ../../build/plugins/$*/plugin.wasm .
 	cp sample-plugins/$*/plugin.json build/plugins/$*/plugin.json

@@ -115,8 +115,8 @@ func buildInto(src, out string) error {
 	return copyFile(filepath.Join(src, "plugin.json"), filepath.Join(out, "plugin.json"))
 }
 
-// fresh reports whether wasm exists and is newer than every file in src
-// and the sample-plugins go.mod/go.sum.
+// fresh reports whether wasm exists and is newer than every file in src,
+// the samples' shared internal packages and the sample-plugins go.mod/go.sum.
 func fresh(wasm, src string) bool {
 	wi, err := os.Stat(wasm)
 	if err != nil {
@@ -124,6 +124,8 @@ func fresh(wasm, src string) bool {
 	}
 	newest := time.Time{}
 	paths, _ := filepath.Glob(filepath.Join(src, "*"))
+	shared, _ := filepath.Glob(filepath.Join(src, "..", "internal", "*", "*.go"))
+	paths = append(paths, shared...)
 	paths = append(paths, filepath.Join(src, "..", "go.mod"), filepath.Join(src, "..", "go.sum"))
 	for _, p := range paths {
 		if fi, err := os.Stat(p); err == nil && fi.ModTime().After(newest) {

@@ -11,13 +11,14 @@
 package main
 
 import (
-	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
 
 	"github.com/extism/go-pdk"
+
+	"github.com/toolhost/toolhost/sample-plugins/internal/guest"
 )
 
 // httpFetch is toolhost.http_fetch: it takes the offset of an Extism memory
@@ -69,21 +70,21 @@ type fetchResult struct {
 //go:wasmexport fetch_url
 func fetchURL() int32 {
 	var args fetchArgs
-	if err := decodeArgs(pdk.Input(), &args); err != nil {
-		return fail(err)
+	if err := guest.DecodeArgs(pdk.Input(), &args); err != nil {
+		return guest.Fail(err)
 	}
 	if args.URL == nil || *args.URL == "" {
-		return fail(errors.New(`missing required argument "url": an http:// or https:// URL on a host this plugin is allowed to reach`))
+		return guest.Fail(errors.New(`missing required argument "url": an http:// or https:// URL on a host this plugin is allowed to reach`))
 	}
 	resp, err := send(request{
 		Method: strings.ToUpper(args.Method), URL: *args.URL, Headers: args.Headers, Body: args.Body,
 		MaxBodyBytes: maxBodyBytes,
 	})
 	if err != nil {
-		return fail(err)
+		return guest.Fail(err)
 	}
 	if resp.Error != "" {
-		return fail(fmt.Errorf("fetching %s failed: %s", clip(*args.URL), resp.Error))
+		return guest.Fail(fmt.Errorf("fetching %s failed: %s", guest.Clip(*args.URL), resp.Error))
 	}
 	res := fetchResult{
 		Status: resp.Status, URL: resp.URL, ContentType: resp.Headers["content-type"],
@@ -92,7 +93,7 @@ func fetchURL() int32 {
 	if resp.BodyEncoding != "" {
 		res.BodyEncoding = resp.BodyEncoding
 	}
-	return succeed(res)
+	return guest.Succeed(res)
 }
 
 // send passes req to the host and decodes its answer.
@@ -114,46 +115,6 @@ func send(req request) (response, error) {
 		return response{}, fmt.Errorf("the host's response is not JSON: %v", err)
 	}
 	return resp, nil
-}
-
-// decodeArgs parses the arguments object strictly. An empty input counts as {}.
-func decodeArgs(in []byte, v any) error {
-	in = bytes.TrimSpace(in)
-	if len(in) == 0 {
-		return nil
-	}
-	dec := json.NewDecoder(bytes.NewReader(in))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(v); err != nil {
-		return fmt.Errorf("invalid arguments: %v", err)
-	}
-	if dec.More() {
-		return errors.New("invalid arguments: expected a single JSON object")
-	}
-	return nil
-}
-
-// clip keeps echoed user input short in error messages.
-func clip(s string) string {
-	const max = 120
-	if len(s) <= max {
-		return s
-	}
-	return strings.ToValidUTF8(s[:max], "") + "…"
-}
-
-func succeed(v any) int32 {
-	out, err := json.Marshal(v)
-	if err != nil {
-		return fail(err)
-	}
-	pdk.Output(out)
-	return 0
-}
-
-func fail(err error) int32 {
-	pdk.SetError(err)
-	return 1
 }
 
 func main() {}

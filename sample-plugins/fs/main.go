@@ -13,9 +13,7 @@
 package main
 
 import (
-	"bytes"
 	"encoding/base64"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -26,6 +24,8 @@ import (
 	"unicode/utf8"
 
 	"github.com/extism/go-pdk"
+
+	"github.com/toolhost/toolhost/sample-plugins/internal/guest"
 )
 
 // mount is the guest path of the grant in plugin.json. WASI gives a guest no
@@ -68,26 +68,26 @@ type listResult struct {
 func readFile() int32 {
 	p, err := pathArg()
 	if err != nil {
-		return fail(err)
+		return guest.Fail(err)
 	}
 	f, err := os.Open(p)
 	if err != nil {
-		return fail(describe(p, err))
+		return guest.Fail(describe(p, err))
 	}
 	defer f.Close()
 	fi, err := f.Stat()
 	if err != nil {
-		return fail(describe(p, err))
+		return guest.Fail(describe(p, err))
 	}
 	if fi.IsDir() {
-		return fail(fmt.Errorf("%s is a directory: use list_directory to see what it holds", p))
+		return guest.Fail(fmt.Errorf("%s is a directory: use list_directory to see what it holds", p))
 	}
 	if !fi.Mode().IsRegular() {
-		return fail(fmt.Errorf("%s is not a regular file", p))
+		return guest.Fail(fmt.Errorf("%s is not a regular file", p))
 	}
 	data, err := io.ReadAll(io.LimitReader(f, maxContentBytes+1))
 	if err != nil {
-		return fail(describe(p, err))
+		return guest.Fail(describe(p, err))
 	}
 	res := fileResult{Path: p, Size: max(fi.Size(), int64(len(data))), Encoding: "utf-8"}
 	if len(data) > maxContentBytes {
@@ -102,25 +102,25 @@ func readFile() int32 {
 	} else {
 		res.Content, res.Encoding = base64.StdEncoding.EncodeToString(data), "base64"
 	}
-	return succeed(res)
+	return guest.Succeed(res)
 }
 
 //go:wasmexport list_directory
 func listDirectory() int32 {
 	p, err := pathArg()
 	if err != nil {
-		return fail(err)
+		return guest.Fail(err)
 	}
 	fi, err := os.Stat(p)
 	if err != nil {
-		return fail(describe(p, err))
+		return guest.Fail(describe(p, err))
 	}
 	if !fi.IsDir() {
-		return fail(fmt.Errorf("%s is not a directory: use read_file to read it", p))
+		return guest.Fail(fmt.Errorf("%s is not a directory: use read_file to read it", p))
 	}
 	des, err := os.ReadDir(p)
 	if err != nil {
-		return fail(describe(p, err))
+		return guest.Fail(describe(p, err))
 	}
 	res := listResult{Path: p, Entries: []entry{}}
 	for _, de := range des {
@@ -142,14 +142,14 @@ func listDirectory() int32 {
 		}
 		res.Entries = append(res.Entries, e)
 	}
-	return succeed(res)
+	return guest.Succeed(res)
 }
 
 // pathArg reads {"path": ...} and resolves it to a guest path under mount.
 // Relative paths are relative to the granted directory.
 func pathArg() (string, error) {
 	var args pathArgs
-	if err := decodeArgs(pdk.Input(), &args); err != nil {
+	if err := guest.DecodeArgs(pdk.Input(), &args); err != nil {
 		return "", err
 	}
 	if args.Path == nil || *args.Path == "" {
@@ -157,7 +157,7 @@ func pathArg() (string, error) {
 	}
 	p := *args.Path
 	if len(p) > maxPathLen || strings.ContainsRune(p, 0) {
-		return "", fmt.Errorf("invalid path %q", clip(p))
+		return "", fmt.Errorf("invalid path %q", guest.Clip(p))
 	}
 	if path.IsAbs(p) {
 		p = path.Clean(p)
@@ -165,7 +165,7 @@ func pathArg() (string, error) {
 		p = path.Join(mount, p)
 	}
 	if p != mount && !strings.HasPrefix(p, mount+"/") {
-		return "", fmt.Errorf("%q is outside the granted directory: this plugin can only read under %s", clip(*args.Path), mount)
+		return "", fmt.Errorf("%q is outside the granted directory: this plugin can only read under %s", guest.Clip(*args.Path), mount)
 	}
 	return p, nil
 }
@@ -180,46 +180,6 @@ func describe(p string, err error) error {
 	default:
 		return fmt.Errorf("cannot read %s: %v", p, err)
 	}
-}
-
-// decodeArgs parses the arguments object strictly. An empty input counts as {}.
-func decodeArgs(in []byte, v any) error {
-	in = bytes.TrimSpace(in)
-	if len(in) == 0 {
-		return nil
-	}
-	dec := json.NewDecoder(bytes.NewReader(in))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(v); err != nil {
-		return fmt.Errorf("invalid arguments: %v", err)
-	}
-	if dec.More() {
-		return errors.New("invalid arguments: expected a single JSON object")
-	}
-	return nil
-}
-
-// clip keeps echoed user input short in error messages.
-func clip(s string) string {
-	const max = 80
-	if len(s) <= max {
-		return s
-	}
-	return strings.ToValidUTF8(s[:max], "") + "…"
-}
-
-func succeed(v any) int32 {
-	out, err := json.Marshal(v)
-	if err != nil {
-		return fail(err)
-	}
-	pdk.Output(out)
-	return 0
-}
-
-func fail(err error) int32 {
-	pdk.SetError(err)
-	return 1
 }
 
 func main() {}

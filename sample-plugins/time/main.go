@@ -10,15 +10,14 @@
 package main
 
 import (
-	"bytes"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"strings"
 	"time"
 	_ "time/tzdata"
 
 	"github.com/extism/go-pdk"
+
+	"github.com/toolhost/toolhost/sample-plugins/internal/guest"
 )
 
 // maxZoneLen mirrors maxLength in plugin.json; the host validates arguments
@@ -48,8 +47,8 @@ type convertTimeArgs struct {
 //go:wasmexport get_current_time
 func getCurrentTime() int32 {
 	var args getCurrentTimeArgs
-	if err := decodeArgs(pdk.Input(), &args); err != nil {
-		return fail(err)
+	if err := guest.DecodeArgs(pdk.Input(), &args); err != nil {
+		return guest.Fail(err)
 	}
 	name := "UTC"
 	if args.Timezone != nil {
@@ -57,49 +56,32 @@ func getCurrentTime() int32 {
 	}
 	loc, err := loadZone(name)
 	if err != nil {
-		return fail(err)
+		return guest.Fail(err)
 	}
-	return succeed(describe(time.Now(), loc, name))
+	return guest.Succeed(describe(time.Now(), loc, name))
 }
 
 //go:wasmexport convert_time
 func convertTime() int32 {
 	var args convertTimeArgs
-	if err := decodeArgs(pdk.Input(), &args); err != nil {
-		return fail(err)
+	if err := guest.DecodeArgs(pdk.Input(), &args); err != nil {
+		return guest.Fail(err)
 	}
 	if args.Time == nil {
-		return fail(errors.New(`missing required argument "time": an RFC 3339 timestamp such as 2026-11-21T23:40:00Z`))
+		return guest.Fail(errors.New(`missing required argument "time": an RFC 3339 timestamp such as 2026-11-21T23:40:00Z`))
 	}
 	if args.ToTimezone == nil {
-		return fail(errors.New(`missing required argument "to_timezone": an IANA name such as Europe/Paris`))
+		return guest.Fail(errors.New(`missing required argument "to_timezone": an IANA name such as Europe/Paris`))
 	}
 	t, err := time.Parse(time.RFC3339, *args.Time)
 	if err != nil {
-		return fail(fmt.Errorf("invalid time %q: use RFC 3339 such as 2026-11-21T23:40:00Z or 2026-11-21T23:40:00+01:00", clip(*args.Time)))
+		return guest.Fail(fmt.Errorf("invalid time %q: use RFC 3339 such as 2026-11-21T23:40:00Z or 2026-11-21T23:40:00+01:00", guest.Clip(*args.Time)))
 	}
 	loc, err := loadZone(*args.ToTimezone)
 	if err != nil {
-		return fail(err)
+		return guest.Fail(err)
 	}
-	return succeed(describe(t, loc, *args.ToTimezone))
-}
-
-// decodeArgs parses the arguments object strictly. An empty input counts as {}.
-func decodeArgs(in []byte, v any) error {
-	in = bytes.TrimSpace(in)
-	if len(in) == 0 {
-		return nil
-	}
-	dec := json.NewDecoder(bytes.NewReader(in))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(v); err != nil {
-		return fmt.Errorf("invalid arguments: %v", err)
-	}
-	if dec.More() {
-		return errors.New("invalid arguments: expected a single JSON object")
-	}
-	return nil
+	return guest.Succeed(describe(t, loc, *args.ToTimezone))
 }
 
 // zoneCache keeps zones parsed from the embedded database for the life of the
@@ -130,7 +112,7 @@ func loadZone(name string) (*time.Location, error) {
 }
 
 func unknownZone(name string) error {
-	return fmt.Errorf("unknown timezone %q: use an IANA name such as Europe/Paris", clip(name))
+	return fmt.Errorf("unknown timezone %q: use an IANA name such as Europe/Paris", guest.Clip(name))
 }
 
 func describe(t time.Time, loc *time.Location, name string) timeResult {
@@ -155,29 +137,6 @@ func formatOffset(seconds int) string {
 	}
 	minutes := seconds / 60
 	return fmt.Sprintf("%c%02d:%02d", sign, minutes/60, minutes%60)
-}
-
-// clip keeps echoed user input short in error messages.
-func clip(s string) string {
-	const max = 80
-	if len(s) <= max {
-		return s
-	}
-	return strings.ToValidUTF8(s[:max], "") + "…"
-}
-
-func succeed(r timeResult) int32 {
-	out, err := json.Marshal(r)
-	if err != nil {
-		return fail(err)
-	}
-	pdk.Output(out)
-	return 0
-}
-
-func fail(err error) int32 {
-	pdk.SetError(err)
-	return 1
 }
 
 func main() {}
