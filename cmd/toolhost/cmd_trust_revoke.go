@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"strings"
@@ -8,11 +9,12 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/toolhost/toolhost/curator"
+	"github.com/toolhost/toolhost/host/control"
 	"github.com/toolhost/toolhost/signing"
 )
 
 func newTrustRevokeCmd(g *globalOptions) *cobra.Command {
-	return &cobra.Command{
+	return newKeyStateCmd(g, &cobra.Command{
 		Use:   "revoke KEYID|FILE.pub",
 		Short: "Revoke a curator key: it never counts again until un-revoked",
 		Long: `Revoke a curator key. Plugins that relied on its signature become
@@ -20,49 +22,38 @@ unavailable at once (with the reason "revoked signer"), in a running host too.
 A revoked key does not count even if it is trusted or added again later, until
 toolhost trust unrevoke is run.`,
 		Example: "  toolhost trust revoke 1a2b3c4d5e6f7a8b\n  toolhost trust revoke mallory.pub",
-		Args:    cobra.ExactArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			id, err := keyIDArg(args[0])
-			if err != nil {
-				return err
-			}
-			api, closeHost, err := g.openAPI(cmd.Context())
-			if err != nil {
-				return err
-			}
-			defer closeHost()
-			if err := api.Revoke(cmd.Context(), id); err != nil {
-				return err
-			}
-			fmt.Fprintf(g.stdout, "revoked key %s\n", id)
-			return nil
-		},
-	}
+	}, control.API.Revoke, "revoked key %s\n")
 }
 
 func newTrustUnrevokeCmd(g *globalOptions) *cobra.Command {
-	return &cobra.Command{
+	return newKeyStateCmd(g, &cobra.Command{
 		Use:     "unrevoke KEYID|FILE.pub",
 		Short:   "Lift a key's revocation (it counts again only if it is trusted)",
 		Example: "  toolhost trust unrevoke 1a2b3c4d5e6f7a8b",
-		Args:    cobra.ExactArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			id, err := keyIDArg(args[0])
-			if err != nil {
-				return err
-			}
-			api, closeHost, err := g.openAPI(cmd.Context())
-			if err != nil {
-				return err
-			}
-			defer closeHost()
-			if err := api.Unrevoke(cmd.Context(), id); err != nil {
-				return err
-			}
-			fmt.Fprintf(g.stdout, "key %s is no longer revoked\n", id)
-			return nil
-		},
+	}, control.API.Unrevoke, "key %s is no longer revoked\n")
+}
+
+// newKeyStateCmd completes a command that applies change to one key, given
+// by ID or by its public key file, and reports done.
+func newKeyStateCmd(g *globalOptions, cmd *cobra.Command, change func(control.API, context.Context, signing.KeyID) error, done string) *cobra.Command {
+	cmd.Args = cobra.ExactArgs(1)
+	cmd.RunE = func(cmd *cobra.Command, args []string) error {
+		id, err := keyIDArg(args[0])
+		if err != nil {
+			return err
+		}
+		api, closeHost, err := g.openAPI(cmd.Context())
+		if err != nil {
+			return err
+		}
+		defer closeHost()
+		if err := change(api, cmd.Context(), id); err != nil {
+			return err
+		}
+		fmt.Fprintf(g.stdout, done, id)
+		return nil
 	}
+	return cmd
 }
 
 // keyIDArg accepts a key ID or a public key file.
