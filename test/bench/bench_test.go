@@ -12,6 +12,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"testing"
@@ -142,8 +143,9 @@ func BenchmarkExtismDirect(b *testing.B) {
 	})
 }
 
-// newHost installs the echo tool into a fresh store with the given engine.
-func newHost(b *testing.B, engine sandbox.Engine) *host.Host {
+// newHost installs the echo tool into a fresh store with the given engine;
+// reuse sets the manifest's reuse_instances opt-in.
+func newHost(b *testing.B, engine sandbox.Engine, reuse bool) *host.Host {
 	st, err := store.Open(b.TempDir(), nil)
 	if err != nil {
 		b.Fatal(err)
@@ -154,9 +156,9 @@ func newHost(b *testing.B, engine sandbox.Engine) *host.Host {
 		b.Fatal(err)
 	}
 	b.Cleanup(h.Close)
-	manifest := []byte(`{"name": "echo", "version": "1.0.0", "description": "Trivial tool", "wasm": "echo.wasm",
+	manifest := fmt.Appendf(nil, `{"name": "echo", "version": "1.0.0", "description": "Trivial tool", "wasm": "echo.wasm",
  "tools": [{"name": "echo", "description": "Returns its arguments", "parameters": {"type": "object"}}],
- "limits": {"memory_pages": 17, "timeout_ms": 1000, "max_output_bytes": 4096}}`)
+ "limits": {"memory_pages": 17, "timeout_ms": 1000, "max_output_bytes": 4096}, "reuse_instances": %t}`, reuse)
 	bundle, err := plugin.NewBundle(manifest, echoWasm(b))
 	if err != nil {
 		b.Fatal(err)
@@ -167,7 +169,14 @@ func newHost(b *testing.B, engine sandbox.Engine) *host.Host {
 	return h
 }
 
-func benchCalls(b *testing.B, h *host.Host) {
+// benchCalls measures the echo tool with a fresh instance per call (the
+// default) and with the manifest's reuse_instances opt-in.
+func benchCalls(b *testing.B, engine sandbox.Engine) {
+	b.Run("fresh", func(b *testing.B) { benchHost(b, newHost(b, engine, false)) })
+	b.Run("reuse", func(b *testing.B) { benchHost(b, newHost(b, engine, true)) })
+}
+
+func benchHost(b *testing.B, h *host.Host) {
 	ctx := context.Background()
 	for range 20 {
 		if _, err := h.Call(ctx, "echo", input); err != nil {
@@ -200,7 +209,7 @@ func BenchmarkToolhostInProcess(b *testing.B) {
 		b.Fatal(err)
 	}
 	defer engine.Close(context.Background())
-	benchCalls(b, newHost(b, engine))
+	benchCalls(b, engine)
 }
 
 func BenchmarkToolhostWorkers(b *testing.B) {
@@ -213,5 +222,5 @@ func BenchmarkToolhostWorkers(b *testing.B) {
 		b.Fatal(err)
 	}
 	defer pool.Close(context.Background())
-	benchCalls(b, newHost(b, pool))
+	benchCalls(b, pool)
 }
