@@ -27,6 +27,7 @@ type serveOptions struct {
 	maxInFlight     int
 	maxPerPlugin    int
 	allowPrivateNet bool
+	logArguments    bool
 }
 
 func newServeCmd(g *globalOptions) *cobra.Command {
@@ -57,6 +58,7 @@ SIGINT/SIGTERM stop accepting requests and let running calls finish.`,
 	f.IntVar(&o.maxPerPlugin, "max-in-flight-per-plugin", 0, "calls of one plugin running at once before answering busy (default 16)")
 	f.BoolVar(&o.allowPrivateNet, "allow-private-network", false, "let plugins reach their granted hosts at loopback/private/link-local addresses")
 	f.IntVar(&g.workers, "workers", 0, "sandbox worker processes (default 2)")
+	f.BoolVar(&o.logArguments, "log-arguments", false, "include each call's arguments in its log line (they are the user's data: off by default)")
 	return cmd
 }
 
@@ -97,7 +99,7 @@ func (g *globalOptions) serve(ctx context.Context, o serveOptions) error {
 	}
 	api, err := httpapi.New(local.H, httpapi.Options{
 		Token: token, AllowedHosts: allowed, MaxInFlight: o.maxInFlight, MaxInFlightPerPlugin: o.maxPerPlugin,
-		Logger: g.logger, Version: version,
+		Logger: g.logger, Version: version, LogArguments: o.logArguments,
 	})
 	if err != nil {
 		ln.Close()

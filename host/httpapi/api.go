@@ -65,6 +65,9 @@ type Options struct {
 	// MCPSessionTimeout ends an MCP session idle (no POST) this long; 0
 	// keeps sessions until the client ends them.
 	MCPSessionTimeout time.Duration
+	// LogArguments adds each call's arguments (cut at 4 KiB) to its log
+	// line. Off by default: arguments are the user's data.
+	LogArguments bool
 }
 
 // API serves the host API. Create it with New, serve it with NewServer,
@@ -109,6 +112,7 @@ func New(b Backend, opts Options) (*API, error) {
 	a := &API{b: b, opts: opts, log: log, hosts: hosts, token: sha256.Sum256([]byte(opts.Token))}
 	a.metrics = newMetrics(b)
 	a.gate = newGate(b, a.metrics, log, opts.MaxInFlight, opts.MaxInFlightPerPlugin)
+	a.gate.logArgs = opts.LogArguments
 	a.mcp = mcpserver.New(a.gate, opts.Version, mcpserver.WithLogger(log))
 	a.routes()
 	return a, nil

@@ -558,6 +558,15 @@ func TestCallLogLine(t *testing.T) {
 	}
 }
 
+func TestCallLogLineWithArgumentsWhenAsked(t *testing.T) {
+	var buf syncBuffer
+	_, srv := serve(t, newFake(), Options{Logger: slog.New(slog.NewJSONHandler(&buf, nil)), LogArguments: true})
+	do(t, srv, "POST", "/v1/tools/echo/call", `{"arguments":{"text":"VISIBLE"}}`, "")
+	if !strings.Contains(buf.String(), `"arguments":"{\"text\":\"VISIBLE\"}"`) {
+		t.Fatalf("arguments missing from the log line although asked for:\n%s", buf.String())
+	}
+}
+
 // A call that runs longer than the server's ReadTimeout must still be
 // answered with its context intact: ReadTimeout bounds reading the request,
 // not the handler.

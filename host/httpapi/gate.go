@@ -22,6 +22,7 @@ type gate struct {
 	log       *slog.Logger
 	maxAll    int
 	maxPlugin int
+	logArgs   bool
 
 	mu        sync.Mutex
 	inFlight  int
@@ -58,9 +59,10 @@ func withAPI(ctx context.Context, api string) context.Context {
 	return context.WithValue(ctx, apiKey{}, api)
 }
 
-// Call admits, runs, measures and logs one call. Argument values are never
-// logged: they are the user's data, and error messages about them (from
-// the schema validator) may quote them, so only the code is logged.
+// Call admits, runs, measures and logs one call. Argument values are not
+// logged unless the operator asked for it (Options.LogArguments): they
+// are the user's data, and error messages about them (from the schema
+// validator) may quote them, so only the code is logged.
 func (g *gate) Call(ctx context.Context, tool string, args []byte) (json.RawMessage, error) {
 	meta := g.lookup(tool)
 	api, _ := ctx.Value(apiKey{}).(string)
@@ -70,7 +72,7 @@ func (g *gate) Call(ctx context.Context, tool string, args []byte) (json.RawMess
 	release, busy := g.admit(meta.plugin)
 	if busy != nil {
 		g.m.observe(g.label(tool, meta, busy.Code), busy.Code, 0, false)
-		g.logCall(ctx, api, tool, meta, 0, busy.Code)
+		g.logCall(ctx, api, tool, meta, 0, busy.Code, args)
 		return nil, busy
 	}
 	start := time.Now()
@@ -83,7 +85,7 @@ func (g *gate) Call(ctx context.Context, tool string, args []byte) (json.RawMess
 		code, err = he.Code, he
 	}
 	g.m.observe(g.label(tool, meta, code), code, elapsed.Seconds(), true)
-	g.logCall(ctx, api, tool, meta, elapsed, code)
+	g.logCall(ctx, api, tool, meta, elapsed, code, args)
 	return res, err
 }
 
@@ -94,7 +96,7 @@ func (g *gate) label(tool string, meta toolMeta, code sandbox.Code) string {
 	return tool
 }
 
-func (g *gate) logCall(ctx context.Context, api, tool string, meta toolMeta, elapsed time.Duration, code sandbox.Code) {
+func (g *gate) logCall(ctx context.Context, api, tool string, meta toolMeta, elapsed time.Duration, code sandbox.Code, args []byte) {
 	level, outcome := slog.LevelInfo, "ok"
 	if code != "" {
 		outcome = string(code)
@@ -102,14 +104,23 @@ func (g *gate) logCall(ctx context.Context, api, tool string, meta toolMeta, ela
 			level = slog.LevelError
 		}
 	}
-	g.log.LogAttrs(ctx, level, "tool call",
+	attrs := []slog.Attr{
 		slog.String("api", api),
 		slog.String("tool", tool),
 		slog.String("plugin", meta.plugin),
 		slog.String("digest", meta.digest),
 		slog.Float64("duration_ms", float64(elapsed.Microseconds())/1000),
 		slog.String("outcome", outcome),
-	)
+	}
+	if g.logArgs {
+		const max = 4096
+		a := string(args)
+		if len(a) > max {
+			a = a[:max] + "…"
+		}
+		attrs = append(attrs, slog.String("arguments", a))
+	}
+	g.log.LogAttrs(ctx, level, "tool call", attrs...)
 }
 
 // admit takes a slot overall and one for the plugin, or refuses at once.
