@@ -8,6 +8,7 @@ import (
 	"net"
 	"net/http"
 	"path/filepath"
+	"runtime"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -57,7 +58,7 @@ SIGINT/SIGTERM stop accepting requests and let running calls finish.`,
 	f.IntVar(&o.maxInFlight, "max-in-flight", 0, "tool calls running at once before answering busy (default 64)")
 	f.IntVar(&o.maxPerPlugin, "max-in-flight-per-plugin", 0, "calls of one plugin running at once before answering busy (default 16)")
 	f.BoolVar(&o.allowPrivateNet, "allow-private-network", false, "let plugins reach their granted hosts at loopback/private/link-local addresses")
-	f.IntVar(&g.workers, "workers", 0, "sandbox worker processes (default 2)")
+	f.IntVar(&g.workers, "workers", 0, "sandbox worker processes (default: twice the CPUs, at least 3); one plugin uses at most all but one")
 	f.BoolVar(&o.logArguments, "log-arguments", false, "include each call's arguments in its log line (they are the user's data: off by default)")
 	return cmd
 }
@@ -79,6 +80,9 @@ func (g *globalOptions) serve(ctx context.Context, o serveOptions) error {
 	}
 	g.logger = slog.New(slog.NewTextHandler(g.stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
 	g.allowPrivateNet = o.allowPrivateNet
+	if g.workers <= 0 {
+		g.workers = max(3, 2*runtime.NumCPU())
+	}
 	local, closeHost, err := g.openLocalOwner(ctx)
 	if err != nil {
 		return err

@@ -261,9 +261,14 @@ func (g *globalOptions) newEngine(ctx context.Context) (sandbox.Engine, error) {
 	if err != nil {
 		return nil, fmt.Errorf("cannot find the toolhost executable to start sandbox workers: %w", err)
 	}
+	workers := g.workers
+	if workers <= 0 {
+		// A one-shot command runs one call at a time.
+		workers = 1
+	}
 	return worker.NewPool(ctx, worker.Options{
 		Command: []string{exe, "sandbox-worker", "--cache", cache},
-		Workers: g.workers,
+		Workers: workers,
 		Logger:  g.logger,
 	})
 }

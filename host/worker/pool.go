@@ -40,7 +40,10 @@ type Options struct {
 	// Command starts a worker: the executable and its arguments, e.g.
 	// {"/usr/bin/toolhost", "sandbox-worker", "--cache", DIR}.
 	Command []string
-	// Workers is the number of worker processes; 0 means 2.
+	// Workers is the number of worker processes; 0 means 2. One plugin
+	// runs in at most Workers-1 of them at once (when there are two or
+	// more), so a slow or hostile plugin never holds every worker and other
+	// plugins' calls keep being answered.
 	Workers int
 	// MaxRSSBytes kills a worker whose resident memory exceeds it during a
 	// call; 0 means 768 MiB.
@@ -421,7 +424,7 @@ func (p *Pool) Compile(ctx context.Context, spec sandbox.Spec) (sandbox.Module, 
 		}
 		return nil, sandbox.Errorf(sandbox.CodeInternal, "%v", err)
 	}
-	return &module{pool: p, spec: &s}, nil
+	return &module{pool: p, spec: &s, slots: make(chan struct{}, max(1, p.opts.Workers-1))}, nil
 }
 
 func (p *Pool) compileIn(ctx context.Context, spec *sandbox.Spec) error {
@@ -555,12 +558,19 @@ func (p *Pool) deathError(w *proc, err error) error {
 }
 
 type module struct {
-	pool *Pool
-	spec *sandbox.Spec
+	pool  *Pool
+	spec  *sandbox.Spec
+	slots chan struct{} // this plugin's share of the workers
 }
 
 // Call implements sandbox.Module.
 func (m *module) Call(ctx context.Context, export string, input []byte) ([]byte, error) {
+	select {
+	case m.slots <- struct{}{}:
+	case <-ctx.Done():
+		return nil, sandbox.Errorf(sandbox.CodeBusy, "plugin %s is already running in every sandbox worker it may use; retry shortly", m.spec.Name)
+	}
+	defer func() { <-m.slots }()
 	out, err := m.call(ctx, export, input)
 	if errors.Is(err, errNotDelivered) {
 		// The worker was gone before it read the request; another one
