@@ -66,9 +66,20 @@ func checkRefs(v any) error {
 				if !strings.HasPrefix(s, "#") {
 					return fmt.Errorf("%s %q: only references inside the schema (starting with #) are allowed", k, truncate(s))
 				}
-			case "$id", "id":
-				if _, isString := child.(string); isString && k == "$id" {
+			case "$id":
+				if _, isString := child.(string); isString {
 					return errors.New("$id is not allowed in tool parameters")
+				}
+			case "properties", "patternProperties", "$defs", "definitions", "dependentSchemas":
+				// The keys here name properties or definitions (a property
+				// may well be called "$ref"); only the values are schemas.
+				if named, ok := child.(map[string]any); ok {
+					for _, schema := range named {
+						if err := checkRefs(schema); err != nil {
+							return err
+						}
+					}
+					continue
 				}
 			}
 			if err := checkRefs(child); err != nil {

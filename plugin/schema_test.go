@@ -99,6 +99,8 @@ func TestCompileSchema(t *testing.T) {
 		`{"type":"object","$defs":{"n":{"type":"integer"}},"properties":{"a":{"$ref":"#/$defs/n"}}}`,
 		`{"type":"object","properties":{"self":{"$ref":"#"}}}`,
 		`{"type":"object","properties":{"id":{"type":"string"}}}`,
+		// Properties may be named like keywords: only values are schemas.
+		`{"type":"object","properties":{"$ref":{"type":"string"},"$id":{"type":"string"}},"required":["$ref"]}`,
 		`{"type":"object","properties":{"s":{"type":"string","pattern":"^[a-z]+$","format":"date-time"}}}`,
 		// A draft-04 "id" re-bases nothing here: a fragment reference stays
 		// in the document, and the loader refuses anything else.
