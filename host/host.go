@@ -51,6 +51,7 @@ type Host struct {
 	// generation counts the changes.
 	changed    chan struct{}
 	generation uint64
+	view       string // what clients last saw, see viewOf
 }
 
 // toolRef points a tool name at its plugin.
@@ -126,6 +127,22 @@ func (h *Host) Reload() error {
 	return nil
 }
 
+// viewOf summarizes what clients see of the plugins (names, digests,
+// availability), to tell whether a reload changed anything for them.
+func (h *Host) viewOf(names []string, plugins map[string]*loaded) string {
+	var b strings.Builder
+	now := h.opts.Now()
+	for _, name := range names {
+		l := plugins[name]
+		state := "ok"
+		if err := l.available(now, h.opts.AllowUnsigned); err != nil {
+			state = err.Error()
+		}
+		fmt.Fprintf(&b, "%s %s %s\n", name, l.digest, state)
+	}
+	return b.String()
+}
+
 func (h *Host) swap(ts curator.TrustSet, next map[string]*loaded) {
 	tools := map[string]*toolRef{}
 	names := make([]string, 0, len(next))
@@ -147,12 +164,18 @@ func (h *Host) swap(ts curator.TrustSet, next map[string]*loaded) {
 			tools[t.Name] = &toolRef{plugin: l, tool: t, schema: l.schemas[i]}
 		}
 	}
+	view := h.viewOf(names, next)
 	h.mu.Lock()
 	old := h.plugins
 	h.trust, h.plugins, h.tools = ts, next, tools
-	close(h.changed)
-	h.changed = make(chan struct{})
-	h.generation++
+	if view != h.view {
+		// Only what clients can see counts: an install, remove or trust
+		// change that leaves every plugin as it was notifies nobody.
+		h.view = view
+		close(h.changed)
+		h.changed = make(chan struct{})
+		h.generation++
+	}
 	h.mu.Unlock()
 	for name, l := range old {
 		if next[name] != l {

@@ -5,6 +5,7 @@ import (
 	"crypto/subtle"
 	"encoding/hex"
 	"fmt"
+	"slices"
 	"sync"
 	"time"
 
@@ -44,7 +45,7 @@ func (h *Host) loadRecord(rec store.PluginRecord, ts curator.TrustSet) *loaded {
 	l := &loaded{name: rec.Name, digest: rec.Digest, record: rec, installedAt: rec.InstalledAt}
 	l.integrityErr = l.verifyIntegrity(h.opts.Store)
 	if l.integrityErr == nil {
-		l.evaluate(ts, h.opts.AllowUnsigned, h.opts.Now())
+		l.evaluate(ts, h.opts.Now())
 	}
 	return l
 }
@@ -82,7 +83,7 @@ func (l *loaded) verifyIntegrity(st *store.Store) error {
 }
 
 // evaluate applies the trust policy and remembers until when it holds.
-func (l *loaded) evaluate(ts curator.TrustSet, allowUnsigned bool, now time.Time) {
+func (l *loaded) evaluate(ts curator.TrustSet, now time.Time) {
 	if l.integrityErr != nil {
 		return
 	}
@@ -98,15 +99,9 @@ func (l *loaded) evaluate(ts curator.TrustSet, allowUnsigned bool, now time.Time
 		}
 		counting := len(d.Signers)
 		if counting-len(exp) < d.Threshold && len(exp) > 0 {
-			// Sort ascending; the plugin stays valid until the
-			// (counting-threshold+1)-th earliest expiry passes.
-			for i := range exp {
-				for j := i + 1; j < len(exp); j++ {
-					if exp[j].Before(exp[i]) {
-						exp[i], exp[j] = exp[j], exp[i]
-					}
-				}
-			}
+			// The plugin stays valid until the (counting-threshold+1)-th
+			// earliest expiry passes.
+			slices.SortFunc(exp, time.Time.Compare)
 			until = exp[counting-d.Threshold]
 		}
 	}

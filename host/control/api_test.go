@@ -220,22 +220,56 @@ func TestClientFollowsChanges(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer c.Close()
-	b := control.NewBackend(ctx, c, slog.New(slog.DiscardHandler))
-	changed := b.Changed()
 	alice, _ := signing.GenerateKey(nil)
 	if err := h.AddTrustedKey("alice", alice.Public()); err != nil {
+		t.Fatal(err)
+	}
+	b := control.NewBackend(ctx, c, slog.New(slog.DiscardHandler))
+	changed := b.Changed()
+	if _, err := h.Install(ctx, echoBundle(t, "1.0.0", alice), host.InstallOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	select {
 	case <-changed:
 	case <-time.After(10 * time.Second):
-		t.Fatal("the remote backend did not see a change within 10s")
-	}
-	if _, err := h.Install(ctx, echoBundle(t, "1.0.0", alice), host.InstallOptions{}); err != nil {
-		t.Fatal(err)
+		t.Fatal("the remote backend did not see the install within 10s")
 	}
 	if tools := b.Tools(); len(tools) != 2 {
 		t.Fatalf("remote Tools = %+v", tools)
+	}
+}
+
+// A trust change that leaves every plugin as it was is no change for
+// clients: no tools/list_changed storm on every key added.
+func TestInvisibleChangesDoNotNotify(t *testing.T) {
+	h := newHost(t)
+	alice, _ := signing.GenerateKey(nil)
+	if err := h.AddTrustedKey("alice", alice.Public()); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := h.Install(context.Background(), echoBundle(t, "1.0.0", alice), host.InstallOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	gen, changed := h.Watch()
+	bob, _ := signing.GenerateKey(nil)
+	if err := h.AddTrustedKey("bob", bob.Public()); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-changed:
+		t.Fatal("trusting an unrelated key signalled a change")
+	default:
+	}
+	if err := h.Revoke(alice.Public().ID()); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-changed:
+	default:
+		t.Fatal("revoking the plugin's only signer did not signal a change")
+	}
+	if g, _ := h.Watch(); g != gen+1 {
+		t.Fatalf("generation %d after one visible change, want %d", g, gen+1)
 	}
 }
 

@@ -140,7 +140,7 @@ func (e *InProcess) Compile(ctx context.Context, spec Spec) (Module, error) {
 		return nil, Errorf(CodeInvalidModule, "the module does not compile: %v", firstLine(err.Error()))
 	}
 	m := &inProcessModule{engine: e, spec: spec, compiled: cp, files: files, ready: make(chan *instance, 2)}
-	if err := m.tryInstance(ctx); err != nil {
+	if err := m.firstInstance(ctx); err != nil {
 		m.Close(ctx)
 		return nil, err
 	}
@@ -216,18 +216,21 @@ func (m *inProcessModule) moduleConfig(stderr *cappedBuffer) wazero.ModuleConfig
 		WithFSConfig(m.files.cfg)
 }
 
-// tryInstance instantiates the module once and discards the instance.
-func (m *inProcessModule) tryInstance(ctx context.Context) error {
+// firstInstance instantiates the module once, so that a module that
+// compiles but cannot instantiate is refused now; the instance, which has
+// run no call, is kept for the first call.
+func (m *inProcessModule) firstInstance(ctx context.Context) error {
 	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
-	g := newCallGuard(m.spec, 0)
-	ctx = experimental.WithMemoryAllocator(context.WithValue(ctx, guardKey{}, g), g)
-	inst, err := m.compiled.Instance(ctx, extism.PluginInstanceConfig{ModuleConfig: m.moduleConfig(&cappedBuffer{n: 1024})})
+	in, err := m.newInstance(ctx)
 	if err != nil {
 		msg := strings.TrimPrefix(firstLine(err.Error()), "instantiating module: ")
 		return Errorf(CodeInvalidModule, "the module cannot be instantiated: %s", msg)
 	}
-	return inst.Close(context.Background())
+	if !m.put(in) {
+		in.p.Close(context.Background())
+	}
+	return nil
 }
 
 // newInstance instantiates the module with a fresh guard and stderr.
