@@ -13,7 +13,8 @@ import (
 	"time"
 
 	"github.com/toolhost/toolhost/curator"
-	"github.com/toolhost/toolhost/host/sandbox"
+	"github.com/toolhost/toolhost/host/engine"
+	"github.com/toolhost/toolhost/host/toolerr"
 	"github.com/toolhost/toolhost/internal/strictjson"
 	"github.com/toolhost/toolhost/plugin"
 	"github.com/toolhost/toolhost/signing"
@@ -23,7 +24,7 @@ import (
 // Options configure a Host. Store and Engine are required.
 type Options struct {
 	Store  *store.Store
-	Engine sandbox.Engine
+	Engine engine.Engine
 	Logger *slog.Logger
 	// AllowUnsigned loads plugins that fail the trust policy. It exists for
 	// plugin development only and is never on by default.
@@ -246,10 +247,10 @@ func (h *Host) Call(ctx context.Context, tool string, args []byte) (json.RawMess
 	ref, ok := h.tools[tool]
 	h.mu.RUnlock()
 	if !ok {
-		return nil, sandbox.Errorf(CodeToolNotFound, "no tool named %q is installed; list the available tools first", tool)
+		return nil, toolerr.Errorf(toolerr.CodeToolNotFound, "no tool named %q is installed; list the available tools first", tool)
 	}
 	if err := ref.plugin.available(h.opts.Now(), h.opts.AllowUnsigned); err != nil {
-		return nil, sandbox.Errorf(CodeUnavailable, "tool %q cannot run: plugin %s: %v", tool, ref.plugin.name, err)
+		return nil, toolerr.Errorf(toolerr.CodeUnavailable, "tool %q cannot run: plugin %s: %v", tool, ref.plugin.name, err)
 	}
 	input, err := h.checkArguments(ref, args)
 	if err != nil {
@@ -261,9 +262,9 @@ func (h *Host) Call(ctx context.Context, tool string, args []byte) (json.RawMess
 	}
 	out, err := mod.Call(ctx, ref.tool.Export, input)
 	if err != nil {
-		var se *sandbox.Error
+		var se *toolerr.Error
 		if !errors.As(err, &se) {
-			err = sandbox.Errorf(sandbox.CodeInternal, "%v", err)
+			err = toolerr.Errorf(toolerr.CodeInternal, "%v", err)
 		}
 		return nil, err
 	}
@@ -276,28 +277,28 @@ func (h *Host) checkArguments(ref *toolRef, args []byte) ([]byte, error) {
 		args = []byte("{}")
 	}
 	if len(args) > h.opts.MaxArgumentBytes {
-		return nil, sandbox.Errorf(CodeInvalidArguments, "arguments are %d bytes, the limit is %d", len(args), h.opts.MaxArgumentBytes)
+		return nil, toolerr.Errorf(toolerr.CodeInvalidArguments, "arguments are %d bytes, the limit is %d", len(args), h.opts.MaxArgumentBytes)
 	}
 	if args[0] != '{' {
-		return nil, sandbox.Errorf(CodeInvalidArguments, "arguments must be a JSON object")
+		return nil, toolerr.Errorf(toolerr.CodeInvalidArguments, "arguments must be a JSON object")
 	}
 	// Duplicate keys would let the schema validator and the plugin read
 	// different values from the same arguments.
 	if err := strictjson.Check(args, strictjson.Any{}); err != nil {
 		msg := strings.TrimPrefix(err.Error(), strictjson.ErrInvalid.Error()+": ")
-		return nil, sandbox.Errorf(CodeInvalidArguments, "arguments are not valid JSON: %s", msg)
+		return nil, toolerr.Errorf(toolerr.CodeInvalidArguments, "arguments are not valid JSON: %s", msg)
 	}
 	dec := json.NewDecoder(bytes.NewReader(args))
 	dec.UseNumber()
 	var v any
 	if err := dec.Decode(&v); err != nil {
-		return nil, sandbox.Errorf(CodeInvalidArguments, "arguments are not valid JSON: %v", err)
+		return nil, toolerr.Errorf(toolerr.CodeInvalidArguments, "arguments are not valid JSON: %v", err)
 	}
 	if err := checkDepth(v, 0); err != nil {
 		return nil, err
 	}
 	if err := ref.schema.Validate(v); err != nil {
-		return nil, sandbox.Errorf(CodeInvalidArguments, "%v", err)
+		return nil, toolerr.Errorf(toolerr.CodeInvalidArguments, "%v", err)
 	}
 	return args, nil
 }
@@ -306,7 +307,7 @@ const maxArgumentDepth = 64
 
 func checkDepth(v any, depth int) error {
 	if depth > maxArgumentDepth {
-		return sandbox.Errorf(CodeInvalidArguments, "arguments are nested deeper than %d levels", maxArgumentDepth)
+		return toolerr.Errorf(toolerr.CodeInvalidArguments, "arguments are nested deeper than %d levels", maxArgumentDepth)
 	}
 	switch t := v.(type) {
 	case map[string]any:

@@ -13,7 +13,8 @@ import (
 
 	"github.com/toolhost/toolhost/curator"
 	"github.com/toolhost/toolhost/host"
-	"github.com/toolhost/toolhost/host/sandbox"
+	"github.com/toolhost/toolhost/host/engine/sandbox"
+	"github.com/toolhost/toolhost/host/toolerr"
 	"github.com/toolhost/toolhost/plugin"
 	"github.com/toolhost/toolhost/signing"
 	"github.com/toolhost/toolhost/store"
@@ -140,9 +141,9 @@ func (e *testEnv) call(tool, args string) (json.RawMessage, error) {
 	return e.h.Call(context.Background(), tool, []byte(args))
 }
 
-func wantCode(t *testing.T, err error, code sandbox.Code, msgPart string) {
+func wantCode(t *testing.T, err error, code toolerr.Code, msgPart string) {
 	t.Helper()
-	if got := host.CodeOf(err); got != code {
+	if got := toolerr.CodeOf(err); got != code {
 		t.Fatalf("error = %v, want code %s", err, code)
 	}
 	if !strings.Contains(err.Error(), msgPart) {
@@ -302,7 +303,7 @@ func TestRevocationStopsExactlyTheAffectedPlugins(t *testing.T) {
 		t.Fatal("revocation did not signal a change")
 	}
 	_, err := e.call("a_echo", `{}`)
-	wantCode(t, err, sandbox.CodeUnavailable, "revoked")
+	wantCode(t, err, toolerr.CodeUnavailable, "revoked")
 	for _, tool := range []string{"b_echo", "ab_echo"} {
 		if _, err := e.call(tool, `{}`); err != nil {
 			t.Errorf("%s after revoking alice: %v", tool, err)
@@ -317,7 +318,7 @@ func TestRevocationStopsExactlyTheAffectedPlugins(t *testing.T) {
 	if err := e.h.AddTrustedKey("alice", alice.Public()); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := e.call("a_echo", `{}`); host.CodeOf(err) != sandbox.CodeUnavailable {
+	if _, err := e.call("a_echo", `{}`); toolerr.CodeOf(err) != toolerr.CodeUnavailable {
 		t.Fatalf("re-added revoked key counted: %v", err)
 	}
 	if err := e.h.Unrevoke(alice.Public().ID()); err != nil {
@@ -336,7 +337,7 @@ func TestThreshold(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, err := e.call("one_echo", `{}`)
-	wantCode(t, err, sandbox.CodeUnavailable, "not enough distinct trusted curators")
+	wantCode(t, err, toolerr.CodeUnavailable, "not enough distinct trusted curators")
 
 	twice := e.bundle(echoManifest("twice", "1.0.0", "twice_", defaultLimits), alice)
 	twice.Signatures = append(twice.Signatures, signing.Sign(alice, twice.Digest(), e.now.Add(time.Hour)))
@@ -362,7 +363,7 @@ func TestExpiryTakesEffectWithoutReload(t *testing.T) {
 	}
 	e.now = e.now.Add(2 * time.Hour)
 	_, err := e.call("echo", `{}`)
-	wantCode(t, err, sandbox.CodeUnavailable, "expired")
+	wantCode(t, err, toolerr.CodeUnavailable, "expired")
 }
 
 func TestDamagedStoreEntryIsQuarantined(t *testing.T) {
@@ -384,7 +385,7 @@ func TestDamagedStoreEntryIsQuarantined(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, err = e.call("bad_echo", `{}`)
-	wantCode(t, err, host.CodeToolNotFound, "bad_echo")
+	wantCode(t, err, toolerr.CodeToolNotFound, "bad_echo")
 	if _, err := e.call("good_echo", `{}`); err != nil {
 		t.Fatalf("an intact plugin stopped with a damaged one: %v", err)
 	}
@@ -414,21 +415,21 @@ func TestArgumentsValidatedBeforeTheSandbox(t *testing.T) {
 		{`{"text": "` + strings.Repeat("x", 2<<20) + `"}`, "limit"},
 	} {
 		_, err := e.call("echo", tc.args)
-		if host.CodeOf(err) != host.CodeInvalidArguments || !strings.Contains(err.Error(), tc.msg) {
+		if toolerr.CodeOf(err) != toolerr.CodeInvalidArguments || !strings.Contains(err.Error(), tc.msg) {
 			t.Errorf("args %.40q: error %v, want invalid_arguments mentioning %q", tc.args, err, tc.msg)
 		}
 	}
 	_, err := e.call("nope", `{}`)
-	wantCode(t, err, host.CodeToolNotFound, `"nope"`)
+	wantCode(t, err, toolerr.CodeToolNotFound, `"nope"`)
 }
 
 func TestToolErrorsAndOutputCap(t *testing.T) {
 	e := newEnv(t, host.Options{})
 	e.install(e.bundle(echoManifest("echo", "1.0.0", "", `{"memory_pages": 17, "timeout_ms": 2000, "max_output_bytes": 32}`), e.curator("alice", true)))
 	_, err := e.call("fail", `{}`)
-	wantCode(t, err, sandbox.CodePluginError, "echo refused this input")
+	wantCode(t, err, toolerr.CodePluginError, "echo refused this input")
 	_, err = e.call("echo", `{"text": "`+strings.Repeat("y", 100)+`"}`)
-	wantCode(t, err, sandbox.CodeOutputTooLarge, "limit is 32")
+	wantCode(t, err, toolerr.CodeOutputTooLarge, "limit is 32")
 }
 
 func TestInstallRefusesModulesTheSandboxDoesNotAccept(t *testing.T) {

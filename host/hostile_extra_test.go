@@ -13,8 +13,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/toolhost/toolhost/host"
-	"github.com/toolhost/toolhost/host/sandbox"
+	"github.com/toolhost/toolhost/host/toolerr"
 	"github.com/toolhost/toolhost/plugin"
 )
 
@@ -37,7 +36,7 @@ func TestHostileArguments(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			start := time.Now()
 			_, err := r.host.Call(context.Background(), "echo_echo", c.args)
-			if code := host.CodeOf(err); code != host.CodeInvalidArguments {
+			if code := toolerr.CodeOf(err); code != toolerr.CodeInvalidArguments {
 				t.Fatalf("got %v, want invalid_arguments", err)
 			}
 			t.Logf("invalid_arguments in %v: %.120s", time.Since(start).Round(time.Millisecond), err)
@@ -49,7 +48,7 @@ func TestHostileArguments(t *testing.T) {
 	r.mustInstall(pluginDef{name: "smallmem", wasm: corpus(t, "echo"), exports: []string{"echo"},
 		limits: plugin.Limits{MemoryPages: 16, TimeoutMS: 2000, MaxOutputBytes: 2 << 20}})
 	big := append(append([]byte(`{"a":"`), bytes.Repeat([]byte("x"), 1<<20-100)...), `"}`...)
-	if _, err := r.host.Call(context.Background(), "smallmem_echo", big); host.CodeOf(err) != sandbox.CodeMemoryLimit || !strings.Contains(err.Error(), "arguments") {
+	if _, err := r.host.Call(context.Background(), "smallmem_echo", big); toolerr.CodeOf(err) != toolerr.CodeMemoryLimit || !strings.Contains(err.Error(), "arguments") {
 		t.Fatalf("arguments larger than the plugin's memory: got %v, want memory_limit", err)
 	}
 }
@@ -75,16 +74,16 @@ func TestHostileNetworkRedirect(t *testing.T) {
 	r.mustInstall(pluginDef{name: "fetch", wasm: corpus(t, "fetch"), exports: []string{"fetch"}, limits: hostileLimits, hosts: []string{"localhost"}})
 	for _, c := range []struct {
 		path string
-		want sandbox.Code
+		want toolerr.Code
 		msg  string
 	}{
-		{"/ok", sandbox.CodePluginError, `"status":200`}, // the module fails with the response as its message
-		{"/to-ip", sandbox.CodePermissionDenied, `"127.0.0.1" is not in the plugin's allowed_hosts`},
-		{"/to-metadata", sandbox.CodePermissionDenied, `"169.254.169.254" is not in the plugin's allowed_hosts`},
+		{"/ok", toolerr.CodePluginError, `"status":200`}, // the module fails with the response as its message
+		{"/to-ip", toolerr.CodePermissionDenied, `"127.0.0.1" is not in the plugin's allowed_hosts`},
+		{"/to-metadata", toolerr.CodePermissionDenied, `"169.254.169.254" is not in the plugin's allowed_hosts`},
 	} {
 		t.Run(c.path, func(t *testing.T) {
 			_, err := r.host.Call(context.Background(), "fetch_fetch", []byte(`{"url":"http://localhost:`+port+c.path+`"}`))
-			if host.CodeOf(err) != c.want || !strings.Contains(err.Error(), c.msg) {
+			if toolerr.CodeOf(err) != c.want || !strings.Contains(err.Error(), c.msg) {
 				t.Fatalf("got %v, want %s mentioning %s", err, c.want, c.msg)
 			}
 			r.echoAnswers(t)
@@ -142,7 +141,7 @@ func TestHostileWorkerCrash(t *testing.T) {
 		}
 	}
 	err := <-errc
-	if host.CodeOf(err) != sandbox.CodePluginError || !strings.Contains(err.Error(), "crashed") {
+	if toolerr.CodeOf(err) != toolerr.CodePluginError || !strings.Contains(err.Error(), "crashed") {
 		t.Fatalf("call on a killed worker: got %v, want plugin_error (crashed)", err)
 	}
 	t.Logf("call on a worker killed from outside ended after %v: %v", time.Since(start).Round(time.Millisecond), err)

@@ -14,8 +14,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/toolhost/toolhost/host"
-	"github.com/toolhost/toolhost/host/sandbox"
+	"github.com/toolhost/toolhost/host/toolerr"
 	"github.com/toolhost/toolhost/plugin"
 )
 
@@ -26,7 +25,7 @@ var longTests = flag.Bool("long", os.Getenv("TOOLHOST_LONG_TESTS") == "1",
 type mixCall struct {
 	tool string
 	args string
-	want sandbox.Code
+	want toolerr.Code
 }
 
 // mixRig installs the benign echo plugin and a hostile plugin per class
@@ -56,26 +55,26 @@ func mixRig(t testing.TB, workers int) (*rig, []mixCall) {
 		c mixCall
 	}{
 		{136, mixCall{tool: "echo_echo", want: ""}},
-		{1, mixCall{tool: "loop_run", want: sandbox.CodeTimeout}},
-		{1, mixCall{tool: "tree_run", want: sandbox.CodeTimeout}},
-		{1, mixCall{tool: "recursion_run", want: sandbox.CodePluginError}},
-		{4, mixCall{tool: "memory_grow_loop", want: sandbox.CodeMemoryLimit}},
-		{4, mixCall{tool: "memory_grow_huge", want: sandbox.CodeMemoryLimit}},
-		{1, mixCall{tool: "alloc_run", want: sandbox.CodeMemoryLimit}},
-		{3, mixCall{tool: "output_over_limit", want: sandbox.CodeOutputTooLarge}},
-		{3, mixCall{tool: "output_beyond_memory", want: sandbox.CodeOutputTooLarge}},
-		{3, mixCall{tool: "output_bad_range", want: sandbox.CodePluginError}},
-		{4, mixCall{tool: "traps_unreachable", want: sandbox.CodePluginError}},
-		{4, mixCall{tool: "traps_div_zero", want: sandbox.CodePluginError}},
-		{4, mixCall{tool: "traps_oob_load", want: sandbox.CodePluginError}},
-		{4, mixCall{tool: "traps_null_call", want: sandbox.CodePluginError}},
-		{4, mixCall{tool: "exit_exit_nonzero", want: sandbox.CodePluginError}},
-		{4, mixCall{tool: "hostfn_store_u8", want: sandbox.CodePluginError}},
-		{4, mixCall{tool: "hostfn_load_u64", want: sandbox.CodePluginError}},
-		{4, mixCall{tool: "hostfn_output_set", want: sandbox.CodeOutputTooLarge}},
-		{4, mixCall{tool: "hostfn_http_fetch", want: sandbox.CodePluginError}},
-		{4, mixCall{tool: "fetch_fetch", args: `{"url":"http://example.com/"}`, want: sandbox.CodePermissionDenied}},
-		{3, mixCall{tool: "fetch_fetch", args: `{"url":"http://localhost:9/"}`, want: sandbox.CodePermissionDenied}},
+		{1, mixCall{tool: "loop_run", want: toolerr.CodeTimeout}},
+		{1, mixCall{tool: "tree_run", want: toolerr.CodeTimeout}},
+		{1, mixCall{tool: "recursion_run", want: toolerr.CodePluginError}},
+		{4, mixCall{tool: "memory_grow_loop", want: toolerr.CodeMemoryLimit}},
+		{4, mixCall{tool: "memory_grow_huge", want: toolerr.CodeMemoryLimit}},
+		{1, mixCall{tool: "alloc_run", want: toolerr.CodeMemoryLimit}},
+		{3, mixCall{tool: "output_over_limit", want: toolerr.CodeOutputTooLarge}},
+		{3, mixCall{tool: "output_beyond_memory", want: toolerr.CodeOutputTooLarge}},
+		{3, mixCall{tool: "output_bad_range", want: toolerr.CodePluginError}},
+		{4, mixCall{tool: "traps_unreachable", want: toolerr.CodePluginError}},
+		{4, mixCall{tool: "traps_div_zero", want: toolerr.CodePluginError}},
+		{4, mixCall{tool: "traps_oob_load", want: toolerr.CodePluginError}},
+		{4, mixCall{tool: "traps_null_call", want: toolerr.CodePluginError}},
+		{4, mixCall{tool: "exit_exit_nonzero", want: toolerr.CodePluginError}},
+		{4, mixCall{tool: "hostfn_store_u8", want: toolerr.CodePluginError}},
+		{4, mixCall{tool: "hostfn_load_u64", want: toolerr.CodePluginError}},
+		{4, mixCall{tool: "hostfn_output_set", want: toolerr.CodeOutputTooLarge}},
+		{4, mixCall{tool: "hostfn_http_fetch", want: toolerr.CodePluginError}},
+		{4, mixCall{tool: "fetch_fetch", args: `{"url":"http://example.com/"}`, want: toolerr.CodePermissionDenied}},
+		{3, mixCall{tool: "fetch_fetch", args: `{"url":"http://localhost:9/"}`, want: toolerr.CodePermissionDenied}},
 	}
 	var mix []mixCall
 	for _, w := range weighted {
@@ -117,7 +116,7 @@ func runMix(t testing.TB, r *rig, mix []mixCall, n, concurrency int) map[string]
 					args = `{"call":` + strconv.Itoa(i) + `}`
 				}
 				out, err := r.host.Call(context.Background(), c.tool, []byte(args))
-				code := host.CodeOf(err)
+				code := toolerr.CodeOf(err)
 				switch {
 				case err != nil && code == "":
 					t.Errorf("call %d (%s): untyped error %v", i, c.tool, err)

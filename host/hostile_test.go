@@ -10,7 +10,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/toolhost/toolhost/host"
-	"github.com/toolhost/toolhost/host/sandbox"
+	"github.com/toolhost/toolhost/host/toolerr"
 	"github.com/toolhost/toolhost/plugin"
 )
 
@@ -36,64 +36,64 @@ type hostileCase struct {
 	// refused: Install must fail with host.ErrInvalidModule. Otherwise the
 	// call must end with code want ("" = success).
 	refused bool
-	want    sandbox.Code
+	want    toolerr.Code
 	// message must appear in the error message (or the install error).
 	message string
 }
 
 func hostileCases() []hostileCase {
 	c := []hostileCase{
-		{class: "infinite loop", file: "infinite_loop", export: "run", want: sandbox.CodeTimeout, limits: deadlineLimits},
-		{class: "loop-free call tree (2^41 calls)", file: "call_tree", export: "run", want: sandbox.CodeTimeout, message: "stopped", limits: deadlineLimits},
-		{class: "unbounded recursion", file: "recursion", export: "run", want: sandbox.CodePluginError, message: "stack overflow"},
-		{class: "unbounded recursion, fat frames", file: "recursion", export: "run_fat", want: sandbox.CodePluginError, message: "stack overflow"},
-		{class: "memory.grow page by page past the limit (1 MiB)", file: "memory_grow", export: "grow_loop", want: sandbox.CodeMemoryLimit},
-		{class: "memory.grow page by page past the limit (256 MiB)", file: "memory_grow", export: "grow_loop", want: sandbox.CodeMemoryLimit,
+		{class: "infinite loop", file: "infinite_loop", export: "run", want: toolerr.CodeTimeout, limits: deadlineLimits},
+		{class: "loop-free call tree (2^41 calls)", file: "call_tree", export: "run", want: toolerr.CodeTimeout, message: "stopped", limits: deadlineLimits},
+		{class: "unbounded recursion", file: "recursion", export: "run", want: toolerr.CodePluginError, message: "stack overflow"},
+		{class: "unbounded recursion, fat frames", file: "recursion", export: "run_fat", want: toolerr.CodePluginError, message: "stack overflow"},
+		{class: "memory.grow page by page past the limit (1 MiB)", file: "memory_grow", export: "grow_loop", want: toolerr.CodeMemoryLimit},
+		{class: "memory.grow page by page past the limit (256 MiB)", file: "memory_grow", export: "grow_loop", want: toolerr.CodeMemoryLimit,
 			limits: plugin.Limits{MemoryPages: 4096, TimeoutMS: 5000, MaxOutputBytes: 1024}},
-		{class: "memory.grow by 3.75 GiB at once", file: "memory_grow", export: "grow_huge", want: sandbox.CodeMemoryLimit},
-		{class: "memory.grow beyond the wasm32 address space", file: "memory_grow", export: "grow_beyond_wasm32", want: sandbox.CodePluginError, message: "unreachable"},
+		{class: "memory.grow by 3.75 GiB at once", file: "memory_grow", export: "grow_huge", want: toolerr.CodeMemoryLimit},
+		{class: "memory.grow beyond the wasm32 address space", file: "memory_grow", export: "grow_beyond_wasm32", want: toolerr.CodePluginError, message: "unreachable"},
 		{class: "table declaring 10^7 elements", file: "table_huge_min", export: "run", refused: true, message: "table"},
 		{class: "table without maximum + table.grow", file: "table_grow_nomax", export: "run", refused: true, message: "table.grow"},
-		{class: "table.grow up to its declared maximum and beyond", file: "table_grow_bounded", export: "run", want: sandbox.CodePluginError, message: "unreachable"},
+		{class: "table.grow up to its declared maximum and beyond", file: "table_grow_bounded", export: "run", want: toolerr.CodePluginError, message: "unreachable"},
 		{class: "data segment outside memory", file: "data_oob", export: "run", refused: true, message: "out of bounds"},
 		{class: "data segments of 17 MiB", wasm: func() []byte { return bigDataModule(17<<20, 280) }, export: "run", refused: true, message: "data",
 			limits: plugin.Limits{MemoryPages: 300, TimeoutMS: 5000, MaxOutputBytes: 1024}},
 		{class: "data segment of 15 MiB (accepted; copied per call)", wasm: func() []byte { return bigDataModule(15<<20, 256) }, export: "run",
 			limits: plugin.Limits{MemoryPages: 256, TimeoutMS: 5000, MaxOutputBytes: 1024}},
-		{class: "output of 2 MiB, max_output_bytes 1 KiB", file: "output", export: "over_limit", want: sandbox.CodeOutputTooLarge,
+		{class: "output of 2 MiB, max_output_bytes 1 KiB", file: "output", export: "over_limit", want: toolerr.CodeOutputTooLarge,
 			limits: plugin.Limits{MemoryPages: 64, TimeoutMS: 5000, MaxOutputBytes: 1024}},
-		{class: "output of 64 MiB, beyond memory", file: "output", export: "beyond_memory", want: sandbox.CodeOutputTooLarge},
-		{class: "output range outside memory", file: "output", export: "bad_range", want: sandbox.CodePluginError, message: "outside its memory"},
-		{class: "host allocator abuse (1 GiB .. 2^64-1 bytes, 4000 times)", file: "alloc_abuse", export: "run", want: sandbox.CodeMemoryLimit},
-		{class: "WASI proc_exit(7)", file: "proc_exit", export: "exit_nonzero", want: sandbox.CodePluginError, message: "code 7"},
+		{class: "output of 64 MiB, beyond memory", file: "output", export: "beyond_memory", want: toolerr.CodeOutputTooLarge},
+		{class: "output range outside memory", file: "output", export: "bad_range", want: toolerr.CodePluginError, message: "outside its memory"},
+		{class: "host allocator abuse (1 GiB .. 2^64-1 bytes, 4000 times)", file: "alloc_abuse", export: "run", want: toolerr.CodeMemoryLimit},
+		{class: "WASI proc_exit(7)", file: "proc_exit", export: "exit_nonzero", want: toolerr.CodePluginError, message: "code 7"},
 		{class: "WASI proc_exit(0) (success, no output)", file: "proc_exit", export: "exit_zero"},
 		{class: "import the host does not provide", file: "import_unknown", export: "run", refused: true, message: "not provided"},
 		{class: "import of extism http_request", file: "import_http_request", export: "run", refused: true, message: "http_request"},
 		{class: "import with the wrong signature", file: "import_bad_signature", export: "run", refused: true, message: "signature mismatch"},
 		{class: "toolhost.http_fetch to a host not allowed", file: "fetch", export: "fetch", args: `{"url":"http://example.com/"}`,
-			want: sandbox.CodePermissionDenied, message: "allowed_hosts"},
+			want: toolerr.CodePermissionDenied, message: "allowed_hosts"},
 		{class: "toolhost.http_fetch to an allowed host resolving to loopback", file: "fetch", export: "fetch", args: `{"url":"http://localhost:9/"}`,
-			want: sandbox.CodePermissionDenied, message: "loopback"},
+			want: toolerr.CodePermissionDenied, message: "loopback"},
 	}
 	for _, trap := range []struct{ export, msg string }{
 		{"unreachable", "unreachable"}, {"div_zero", "divide by zero"}, {"int_overflow", "integer overflow"},
 		{"bad_conversion", "invalid conversion"}, {"oob_load", "out of bounds memory access"}, {"null_call", "invalid table access"},
 	} {
-		c = append(c, hostileCase{class: "trap: " + trap.msg, file: "traps", export: trap.export, want: sandbox.CodePluginError, message: trap.msg})
+		c = append(c, hostileCase{class: "trap: " + trap.msg, file: "traps", export: trap.export, want: toolerr.CodePluginError, message: trap.msg})
 	}
 	for _, fn := range []string{"store_u8", "store_u64", "load_u8", "load_u64", "length", "free"} {
 		c = append(c, hostileCase{class: "host function " + fn + " at an offset outside memory", file: "hostfn_offsets", export: fn,
-			want: sandbox.CodePluginError, message: "outside its memory to " + fn})
+			want: toolerr.CodePluginError, message: "outside its memory to " + fn})
 	}
 	c = append(c,
-		hostileCase{class: "host function input_load_u64 past the input", file: "hostfn_offsets", export: "input_load_u64", want: sandbox.CodePluginError, message: "past the end of its input"},
-		hostileCase{class: "host function error_set at an offset outside memory", file: "hostfn_offsets", export: "error_set", want: sandbox.CodePluginError},
-		hostileCase{class: "host function output_set with a 2^48-byte range", file: "hostfn_offsets", export: "output_set", want: sandbox.CodeOutputTooLarge},
-		hostileCase{class: "toolhost.http_fetch with a garbage offset", file: "hostfn_offsets", export: "http_fetch", want: sandbox.CodePluginError, message: "bad request"},
+		hostileCase{class: "host function input_load_u64 past the input", file: "hostfn_offsets", export: "input_load_u64", want: toolerr.CodePluginError, message: "past the end of its input"},
+		hostileCase{class: "host function error_set at an offset outside memory", file: "hostfn_offsets", export: "error_set", want: toolerr.CodePluginError},
+		hostileCase{class: "host function output_set with a 2^48-byte range", file: "hostfn_offsets", export: "output_set", want: toolerr.CodeOutputTooLarge},
+		hostileCase{class: "toolhost.http_fetch with a garbage offset", file: "hostfn_offsets", export: "http_fetch", want: toolerr.CodePluginError, message: "bad request"},
 	)
 	c = append(c,
-		hostileCase{class: "error message with terminal escapes, bad UTF-8, RTL override", file: "error_message", export: "escapes", want: sandbox.CodePluginError, message: "boom"},
-		hostileCase{class: "error message of 128 KiB", file: "error_message", export: "huge", want: sandbox.CodePluginError, message: "AAAA",
+		hostileCase{class: "error message with terminal escapes, bad UTF-8, RTL override", file: "error_message", export: "escapes", want: toolerr.CodePluginError, message: "boom"},
+		hostileCase{class: "error message of 128 KiB", file: "error_message", export: "huge", want: toolerr.CodePluginError, message: "AAAA",
 			limits: plugin.Limits{MemoryPages: 64, TimeoutMS: 5000, MaxOutputBytes: 1024}},
 	)
 	for _, bomb := range bombNames() {
@@ -199,7 +199,7 @@ func runHostileCase(t *testing.T, r *rig, i int, c hostileCase) hostileResult {
 	res.hostPeak, res.workPeak = hostPeak(), r.pool.Stats().PeakRSSBytes
 	deadline := time.Duration(limits.TimeoutMS) * time.Millisecond
 	res.overrun = res.elapsed - deadline
-	code := host.CodeOf(err)
+	code := toolerr.CodeOf(err)
 	switch {
 	case err != nil && code == "":
 		t.Fatalf("untyped error: %v", err)

@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/toolhost/toolhost/curator"
-	"github.com/toolhost/toolhost/host/sandbox"
+	"github.com/toolhost/toolhost/host/toolerr"
 	"github.com/toolhost/toolhost/plugin"
 	"github.com/toolhost/toolhost/signing"
 	"github.com/toolhost/toolhost/store"
@@ -138,8 +138,8 @@ func (h *Host) checkModule(ctx context.Context, b *plugin.Bundle) error {
 	l := &loaded{name: m.Name, digest: b.Digest(), manifest: m, wasm: b.Wasm}
 	mod, err := h.opts.Engine.Compile(ctx, l.spec(h.opts.AllowPrivateNetwork))
 	if err != nil {
-		var se *sandbox.Error
-		if errors.As(err, &se) && se.Code == sandbox.CodePermissionDenied {
+		var se *toolerr.Error
+		if errors.As(err, &se) && se.Code == toolerr.CodePermissionDenied {
 			return fmt.Errorf("%w: %s; create it, or get a build of the plugin that grants an existing directory", ErrGrantUnavailable, se.Message)
 		}
 		if errors.As(err, &se) {

@@ -10,7 +10,8 @@ import (
 	"time"
 
 	"github.com/toolhost/toolhost/curator"
-	"github.com/toolhost/toolhost/host/sandbox"
+	"github.com/toolhost/toolhost/host/engine"
+	"github.com/toolhost/toolhost/host/toolerr"
 	"github.com/toolhost/toolhost/plugin"
 	"github.com/toolhost/toolhost/signing"
 	"github.com/toolhost/toolhost/store"
@@ -36,7 +37,7 @@ type loaded struct {
 	decision curator.Decision
 	// expiries of the signatures that count, for cheap re-checks per call.
 	validUntil time.Time
-	mod        sandbox.Module
+	mod        engine.Module
 	compileErr error
 }
 
@@ -130,7 +131,7 @@ func (l *loaded) available(now time.Time, allowUnsigned bool) error {
 }
 
 // module compiles the plugin on first use.
-func (l *loaded) module(ctx context.Context, engine sandbox.Engine, allowPrivate bool) (sandbox.Module, error) {
+func (l *loaded) module(ctx context.Context, engine engine.Engine, allowPrivate bool) (engine.Module, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.mod != nil {
@@ -141,10 +142,10 @@ func (l *loaded) module(ctx context.Context, engine sandbox.Engine, allowPrivate
 	}
 	mod, err := engine.Compile(ctx, l.spec(allowPrivate))
 	if err != nil {
-		if se, ok := err.(*sandbox.Error); ok {
+		if se, ok := err.(*toolerr.Error); ok {
 			l.compileErr = se
 		} else {
-			l.compileErr = sandbox.Errorf(sandbox.CodeInvalidModule, "plugin %s: %v", l.name, err)
+			l.compileErr = toolerr.Errorf(toolerr.CodeInvalidModule, "plugin %s: %v", l.name, err)
 		}
 		return nil, l.compileErr
 	}
@@ -152,12 +153,12 @@ func (l *loaded) module(ctx context.Context, engine sandbox.Engine, allowPrivate
 	return mod, nil
 }
 
-func (l *loaded) spec(allowPrivate bool) sandbox.Spec {
+func (l *loaded) spec(allowPrivate bool) engine.Spec {
 	exports := make([]string, len(l.manifest.Tools))
 	for i, t := range l.manifest.Tools {
 		exports[i] = t.Export
 	}
-	return sandbox.Spec{
+	return engine.Spec{
 		Key: l.digest.String(), Name: l.name, Wasm: l.wasm,
 		Limits: l.manifest.Limits.Effective(), Permissions: l.manifest.Permissions, Exports: exports,
 		AllowPrivateNetwork: allowPrivate, ReuseInstances: l.manifest.ReuseInstances,

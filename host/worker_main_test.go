@@ -5,7 +5,7 @@ import (
 	"os"
 	"testing"
 
-	"github.com/toolhost/toolhost/host/worker"
+	"github.com/toolhost/toolhost/host/engine/worker"
 )
 
 // workerCache is the compilation cache every sandbox worker of this test

@@ -6,8 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/toolhost/toolhost/host"
-	"github.com/toolhost/toolhost/host/sandbox"
+	"github.com/toolhost/toolhost/host/toolerr"
 	"github.com/toolhost/toolhost/plugin"
 )
 
@@ -23,7 +22,7 @@ func TestOnePluginCannotHoldEveryWorker(t *testing.T) {
 	r.echoAnswers(t)
 
 	var wg sync.WaitGroup
-	codes := make(chan sandbox.Code, 3)
+	codes := make(chan toolerr.Code, 3)
 	for range 3 {
 		wg.Add(1)
 		go func() {
@@ -31,7 +30,7 @@ func TestOnePluginCannotHoldEveryWorker(t *testing.T) {
 			ctx, cancel := context.WithTimeout(context.Background(), 1500*time.Millisecond)
 			defer cancel()
 			_, err := r.host.Call(ctx, "loop_run", []byte(`{}`))
-			codes <- host.CodeOf(err)
+			codes <- toolerr.CodeOf(err)
 		}()
 	}
 	time.Sleep(200 * time.Millisecond) // the loops are running
@@ -45,9 +44,9 @@ func TestOnePluginCannotHoldEveryWorker(t *testing.T) {
 	var busy int
 	for c := range codes {
 		switch c {
-		case sandbox.CodeBusy:
+		case toolerr.CodeBusy:
 			busy++
-		case sandbox.CodeTimeout:
+		case toolerr.CodeTimeout:
 		default:
 			t.Errorf("spinning call ended with %q, want timeout or busy", c)
 		}

@@ -8,8 +8,8 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/toolhost/toolhost/host/control"
-	"github.com/toolhost/toolhost/host/mcpserver"
+	"github.com/toolhost/toolhost/api/control"
+	"github.com/toolhost/toolhost/api/mcpserver"
 )
 
 func newMCPCmd(g *globalOptions) *cobra.Command {

@@ -9,8 +9,9 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/toolhost/toolhost/host/sandbox"
-	"github.com/toolhost/toolhost/host/wasmcheck"
+	"github.com/toolhost/toolhost/host/engine"
+	"github.com/toolhost/toolhost/host/engine/sandbox"
+	"github.com/toolhost/toolhost/host/engine/wasmcheck"
 	"github.com/toolhost/toolhost/plugin"
 )
 
@@ -79,7 +80,7 @@ func review(w io.Writer, b *plugin.Bundle) error {
 	for i, t := range m.Tools {
 		exports[i] = t.Export
 	}
-	spec := sandbox.Spec{Name: m.Name, Wasm: b.Wasm, Limits: lim, Permissions: m.Permissions, Exports: exports}
+	spec := engine.Spec{Name: m.Name, Wasm: b.Wasm, Limits: lim, Permissions: m.Permissions, Exports: exports}
 	mod, _ := wasmcheck.Check(b.Wasm, wasmcheck.Policy{MaxModuleBytes: plugin.MaxWasmBytes, MaxMemoryPages: lim.MemoryPages, MaxTableElements: sandbox.MaxTableElements, AllowedImports: func(string, string) bool { return true }})
 	if mod != nil {
 		fmt.Fprintf(w, "\nmodule imports (%d):\n", len(mod.Imports))

@@ -13,8 +13,8 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/toolhost/toolhost/host/control"
-	"github.com/toolhost/toolhost/host/httpapi"
+	"github.com/toolhost/toolhost/api/control"
+	"github.com/toolhost/toolhost/api/httpapi"
 	"github.com/toolhost/toolhost/plugin"
 )
 

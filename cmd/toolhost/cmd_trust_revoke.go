@@ -8,8 +8,8 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/toolhost/toolhost/api/control"
 	"github.com/toolhost/toolhost/curator"
-	"github.com/toolhost/toolhost/host/control"
 	"github.com/toolhost/toolhost/signing"
 )
 

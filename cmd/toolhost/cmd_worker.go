@@ -3,11 +3,11 @@ package main
 import (
 	"github.com/spf13/cobra"
 
-	"github.com/toolhost/toolhost/host/worker"
+	"github.com/toolhost/toolhost/host/engine/worker"
 )
 
 // newWorkerCmd is the hidden entry point of sandbox worker processes,
-// started and supervised by the host (see package host/worker).
+// started and supervised by the host (see package host/engine/worker).
 func newWorkerCmd(g *globalOptions) *cobra.Command {
 	var cache string
 	cmd := &cobra.Command{

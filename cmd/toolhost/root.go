@@ -13,11 +13,12 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/toolhost/toolhost/api/control"
 	"github.com/toolhost/toolhost/curator"
 	"github.com/toolhost/toolhost/host"
-	"github.com/toolhost/toolhost/host/control"
-	"github.com/toolhost/toolhost/host/sandbox"
-	"github.com/toolhost/toolhost/host/worker"
+	"github.com/toolhost/toolhost/host/engine"
+	"github.com/toolhost/toolhost/host/engine/worker"
+	"github.com/toolhost/toolhost/host/toolerr"
 	"github.com/toolhost/toolhost/plugin"
 	"github.com/toolhost/toolhost/signing"
 	"github.com/toolhost/toolhost/store"
@@ -153,15 +154,15 @@ func markUsageErrors(cmd *cobra.Command) {
 
 func exitCode(err error) int {
 	var ue usageError
-	var se *sandbox.Error
+	var se *toolerr.Error
 	switch {
 	case errors.As(err, &ue):
 		return exitUsage
 	case errors.As(err, &se):
 		switch se.Code {
-		case host.CodeToolNotFound:
+		case toolerr.CodeToolNotFound:
 			return exitNotFound
-		case sandbox.CodeUnavailable:
+		case toolerr.CodeUnavailable:
 			return exitRefused
 		}
 		return exitToolError
@@ -252,7 +253,7 @@ func (g *globalOptions) openHost(ctx context.Context) (*host.Host, func(), error
 
 // newEngine starts the sandbox: supervised worker processes running this
 // executable's hidden sandbox-worker command.
-func (g *globalOptions) newEngine(ctx context.Context) (sandbox.Engine, error) {
+func (g *globalOptions) newEngine(ctx context.Context) (engine.Engine, error) {
 	cache := filepath.Join(g.home, "cache", "wazero")
 	if err := os.MkdirAll(cache, 0o700); err != nil {
 		return nil, err

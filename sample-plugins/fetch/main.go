@@ -23,7 +23,7 @@ import (
 
 // httpFetch is toolhost.http_fetch: it takes the offset of an Extism memory
 // block holding the request JSON and returns the offset of a block holding
-// the response JSON (see host/sandbox/capabilities.go for the ABI).
+// the response JSON (see host/engine/sandbox/capabilities.go for the ABI).
 //
 //go:wasmimport toolhost http_fetch
 func httpFetch(request uint64) uint64

@@ -21,8 +21,9 @@ import (
 	"github.com/tetratelabs/wazero"
 
 	"github.com/toolhost/toolhost/host"
-	"github.com/toolhost/toolhost/host/sandbox"
-	"github.com/toolhost/toolhost/host/worker"
+	"github.com/toolhost/toolhost/host/engine"
+	"github.com/toolhost/toolhost/host/engine/sandbox"
+	"github.com/toolhost/toolhost/host/engine/worker"
 	"github.com/toolhost/toolhost/internal/testplugins"
 	"github.com/toolhost/toolhost/plugin"
 	"github.com/toolhost/toolhost/store"
@@ -145,7 +146,7 @@ func BenchmarkExtismDirect(b *testing.B) {
 
 // newHost installs the echo tool into a fresh store with the given engine;
 // reuse sets the manifest's reuse_instances opt-in.
-func newHost(b *testing.B, engine sandbox.Engine, reuse bool) *host.Host {
+func newHost(b *testing.B, engine engine.Engine, reuse bool) *host.Host {
 	st, err := store.Open(b.TempDir(), nil)
 	if err != nil {
 		b.Fatal(err)
@@ -171,7 +172,7 @@ func newHost(b *testing.B, engine sandbox.Engine, reuse bool) *host.Host {
 
 // benchCalls measures the echo tool with a fresh instance per call (the
 // default) and with the manifest's reuse_instances opt-in.
-func benchCalls(b *testing.B, engine sandbox.Engine) {
+func benchCalls(b *testing.B, engine engine.Engine) {
 	b.Run("fresh", func(b *testing.B) { benchHost(b, newHost(b, engine, false)) })
 	b.Run("reuse", func(b *testing.B) { benchHost(b, newHost(b, engine, true)) })
 }

@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/toolhost/toolhost/host"
-	"github.com/toolhost/toolhost/host/sandbox"
+	"github.com/toolhost/toolhost/host/toolerr"
 )
 
 // gate stands in front of the backend for every call, over HTTP and MCP
@@ -79,7 +79,7 @@ func (g *gate) Call(ctx context.Context, tool string, args []byte) (json.RawMess
 	res, err := g.b.Call(ctx, tool, args)
 	elapsed := time.Since(start)
 	release()
-	var code sandbox.Code
+	var code toolerr.Code
 	if err != nil {
 		he := asError(err)
 		code, err = he.Code, he
@@ -89,18 +89,18 @@ func (g *gate) Call(ctx context.Context, tool string, args []byte) (json.RawMess
 	return res, err
 }
 
-func (g *gate) label(tool string, meta toolMeta, code sandbox.Code) string {
-	if meta.plugin == "" && (code == host.CodeToolNotFound || code == sandbox.CodeBusy) {
+func (g *gate) label(tool string, meta toolMeta, code toolerr.Code) string {
+	if meta.plugin == "" && (code == toolerr.CodeToolNotFound || code == toolerr.CodeBusy) {
 		return unknownTool
 	}
 	return tool
 }
 
-func (g *gate) logCall(ctx context.Context, api, tool string, meta toolMeta, elapsed time.Duration, code sandbox.Code, args []byte) {
+func (g *gate) logCall(ctx context.Context, api, tool string, meta toolMeta, elapsed time.Duration, code toolerr.Code, args []byte) {
 	level, outcome := slog.LevelInfo, "ok"
 	if code != "" {
 		outcome = string(code)
-		if code == sandbox.CodeInternal {
+		if code == toolerr.CodeInternal {
 			level = slog.LevelError
 		}
 	}
@@ -124,16 +124,16 @@ func (g *gate) logCall(ctx context.Context, api, tool string, meta toolMeta, ela
 }
 
 // admit takes a slot overall and one for the plugin, or refuses at once.
-func (g *gate) admit(plugin string) (release func(), busy *host.Error) {
+func (g *gate) admit(plugin string) (release func(), busy *toolerr.Error) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	if g.inFlight >= g.maxAll {
 		g.m.busy.WithLabelValues("server").Inc()
-		return nil, sandbox.Errorf(sandbox.CodeBusy, "toolhost is already running %d tool calls, its limit; retry in a second", g.maxAll)
+		return nil, toolerr.Errorf(toolerr.CodeBusy, "toolhost is already running %d tool calls, its limit; retry in a second", g.maxAll)
 	}
 	if plugin != "" && g.perPlugin[plugin] >= g.maxPlugin {
 		g.m.busy.WithLabelValues("plugin").Inc()
-		return nil, sandbox.Errorf(sandbox.CodeBusy, "plugin %s is already running %d calls, its limit; retry in a second", plugin, g.maxPlugin)
+		return nil, toolerr.Errorf(toolerr.CodeBusy, "plugin %s is already running %d calls, its limit; retry in a second", plugin, g.maxPlugin)
 	}
 	g.inFlight++
 	g.perPlugin[plugin]++

@@ -31,7 +31,8 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/toolhost/toolhost/host/sandbox"
+	"github.com/toolhost/toolhost/host/engine"
+	"github.com/toolhost/toolhost/host/toolerr"
 	"github.com/toolhost/toolhost/plugin"
 )
 
@@ -62,7 +63,7 @@ type Options struct {
 // startTimeout bounds how long a new worker may take to report ready.
 const startTimeout = 30 * time.Second
 
-// Pool is a sandbox.Engine whose calls run in worker processes.
+// Pool is a engine.Engine whose calls run in worker processes.
 type Pool struct {
 	opts  Options
 	log   *slog.Logger
@@ -70,7 +71,7 @@ type Pool struct {
 	wg    sync.WaitGroup
 	ctx   context.Context
 	stop  context.CancelFunc
-	specs sync.Map // key → *sandbox.Spec, for (re)loading into workers
+	specs sync.Map // key → *engine.Spec, for (re)loading into workers
 	gen   atomic.Uint64
 
 	procsMu sync.Mutex
@@ -122,7 +123,7 @@ func (p *Pool) notePeak(rss int64) {
 	}
 }
 
-var _ sandbox.Engine = (*Pool)(nil)
+var _ engine.Engine = (*Pool)(nil)
 
 // NewPool starts the workers and waits until they are ready.
 func NewPool(ctx context.Context, opts Options) (*Pool, error) {
@@ -307,7 +308,7 @@ func (s *idleSet) take(key string) *proc {
 func (p *Pool) acquire(ctx context.Context, key string) (*proc, error) {
 	for {
 		if p.ctx.Err() != nil {
-			return nil, sandbox.Errorf(sandbox.CodeUnavailable, "the host is shutting down")
+			return nil, toolerr.Errorf(toolerr.CodeUnavailable, "the host is shutting down")
 		}
 		select {
 		case <-p.idle.avail:
@@ -315,14 +316,14 @@ func (p *Pool) acquire(ctx context.Context, key string) (*proc, error) {
 			select {
 			case <-p.idle.avail:
 			case <-ctx.Done():
-				return nil, sandbox.Errorf(sandbox.CodeBusy, "every sandbox worker is busy; retry shortly")
+				return nil, toolerr.Errorf(toolerr.CodeBusy, "every sandbox worker is busy; retry shortly")
 			case <-p.ctx.Done():
-				return nil, sandbox.Errorf(sandbox.CodeUnavailable, "the host is shutting down")
+				return nil, toolerr.Errorf(toolerr.CodeUnavailable, "the host is shutting down")
 			}
 		}
 		w := p.idle.take(key)
 		if w == nil {
-			return nil, sandbox.Errorf(sandbox.CodeUnavailable, "the host is shutting down")
+			return nil, toolerr.Errorf(toolerr.CodeUnavailable, "the host is shutting down")
 		}
 		if w.alive() {
 			w.busy.Store(true)
@@ -409,7 +410,7 @@ func (p *Pool) Close(ctx context.Context) error {
 
 // Compile loads the module into one worker, so that a module that does not
 // compile (or kills the worker while compiling) is refused now.
-func (p *Pool) Compile(ctx context.Context, spec sandbox.Spec) (sandbox.Module, error) {
+func (p *Pool) Compile(ctx context.Context, spec engine.Spec) (engine.Module, error) {
 	s := spec
 	p.specs.Store(spec.Key, &s)
 	err := p.compileIn(ctx, &s)
@@ -418,16 +419,16 @@ func (p *Pool) Compile(ctx context.Context, spec sandbox.Spec) (sandbox.Module, 
 	}
 	if err != nil {
 		p.specs.Delete(spec.Key)
-		var se *sandbox.Error
+		var se *toolerr.Error
 		if errors.As(err, &se) {
 			return nil, se
 		}
-		return nil, sandbox.Errorf(sandbox.CodeInternal, "%v", err)
+		return nil, toolerr.Errorf(toolerr.CodeInternal, "%v", err)
 	}
 	return &module{pool: p, spec: &s, slots: make(chan struct{}, max(1, p.opts.Workers-1))}, nil
 }
 
-func (p *Pool) compileIn(ctx context.Context, spec *sandbox.Spec) error {
+func (p *Pool) compileIn(ctx context.Context, spec *engine.Spec) error {
 	w, err := p.acquire(ctx, spec.Key)
 	if err != nil {
 		return err
@@ -440,7 +441,7 @@ func (p *Pool) compileIn(ctx context.Context, spec *sandbox.Spec) error {
 // in a worker.
 const maxCompileTime = 2 * time.Minute
 
-func (p *Pool) load(w *proc, spec *sandbox.Spec) error {
+func (p *Pool) load(w *proc, spec *engine.Spec) error {
 	h := loadHeader{
 		Key: spec.Key, Name: spec.Name, MemoryPages: spec.Limits.MemoryPages, TimeoutMS: spec.Limits.TimeoutMS,
 		MaxOutput: spec.Limits.MaxOutputBytes, Hosts: spec.Permissions.AllowedHosts, Paths: spec.Permissions.AllowedPaths,
@@ -451,17 +452,17 @@ func (p *Pool) load(w *proc, spec *sandbox.Spec) error {
 	// compiler run away is stopped by the same watchdogs as a call.
 	rh, _, err := p.roundTrip(w, kindLoad, h, spec.Wasm, maxCompileTime, int(plugin.MaxOutputBytes))
 	if err != nil {
-		if se := (*sandbox.Error)(nil); errors.As(err, &se) && se.Code == sandbox.CodeTimeout {
-			return sandbox.Errorf(sandbox.CodeInvalidModule, "compiling the module took too long")
+		if se := (*toolerr.Error)(nil); errors.As(err, &se) && se.Code == toolerr.CodeTimeout {
+			return toolerr.Errorf(toolerr.CodeInvalidModule, "compiling the module took too long")
 		}
-		var se *sandbox.Error
-		if errors.As(err, &se) && se.Code == sandbox.CodeMemoryLimit {
-			return sandbox.Errorf(sandbox.CodeInvalidModule, "compiling the module used too much memory")
+		var se *toolerr.Error
+		if errors.As(err, &se) && se.Code == toolerr.CodeMemoryLimit {
+			return toolerr.Errorf(toolerr.CodeInvalidModule, "compiling the module used too much memory")
 		}
 		return err
 	}
 	if rh.Code != "" {
-		return &sandbox.Error{Code: sandbox.Code(rh.Code), Message: rh.Message}
+		return &toolerr.Error{Code: toolerr.Code(rh.Code), Message: rh.Message}
 	}
 	w.loaded[spec.Key] = true
 	return nil
@@ -506,12 +507,12 @@ func (p *Pool) roundTrip(w *proc, kind byte, header any, body []byte, limit time
 			}
 			if r.f.kind != kindReply {
 				w.kill("protocol error")
-				return replyHeader{}, nil, sandbox.Errorf(sandbox.CodeInternal, "sandbox worker sent an unexpected frame")
+				return replyHeader{}, nil, toolerr.Errorf(toolerr.CodeInternal, "sandbox worker sent an unexpected frame")
 			}
 			var h replyHeader
 			if err := json.Unmarshal(r.f.header, &h); err != nil {
 				w.kill("protocol error")
-				return replyHeader{}, nil, sandbox.Errorf(sandbox.CodeInternal, "sandbox worker sent a malformed reply")
+				return replyHeader{}, nil, toolerr.Errorf(toolerr.CodeInternal, "sandbox worker sent a malformed reply")
 			}
 			p.notePeak(h.PeakRSS)
 			return h, r.f.body, nil
@@ -519,7 +520,7 @@ func (p *Pool) roundTrip(w *proc, kind byte, header any, body []byte, limit time
 			p.notePeak(peakResidentBytes(w.cmd.Process.Pid))
 			w.kill("deadline")
 			<-done
-			return replyHeader{}, nil, sandbox.Errorf(sandbox.CodeTimeout, "the tool did not finish within its deadline; it was stopped")
+			return replyHeader{}, nil, toolerr.Errorf(toolerr.CodeTimeout, "the tool did not finish within its deadline; it was stopped")
 		case <-tick.C:
 			rss := residentBytes(w.cmd.Process.Pid)
 			p.notePeak(rss)
@@ -527,7 +528,7 @@ func (p *Pool) roundTrip(w *proc, kind byte, header any, body []byte, limit time
 				p.notePeak(peakResidentBytes(w.cmd.Process.Pid))
 				w.kill("memory")
 				<-done
-				return replyHeader{}, nil, sandbox.Errorf(sandbox.CodeMemoryLimit, "the tool used more than %d MiB of memory; it was stopped", p.opts.MaxRSSBytes>>20)
+				return replyHeader{}, nil, toolerr.Errorf(toolerr.CodeMemoryLimit, "the tool used more than %d MiB of memory; it was stopped", p.opts.MaxRSSBytes>>20)
 			}
 		}
 	}
@@ -537,15 +538,15 @@ func (p *Pool) roundTrip(w *proc, kind byte, header any, body []byte, limit time
 func (p *Pool) deathError(w *proc, err error) error {
 	reason, _ := w.killed.Load().(string)
 	if p.ctx.Err() != nil {
-		return sandbox.Errorf(sandbox.CodeUnavailable, "the host is shutting down")
+		return toolerr.Errorf(toolerr.CodeUnavailable, "the host is shutting down")
 	}
 	head := w.stderr.Head()
 	tail := head + "\n" + w.stderr.String()
 	switch {
 	case reason == "deadline":
-		return sandbox.Errorf(sandbox.CodeTimeout, "the tool did not finish within its deadline; it was stopped")
+		return toolerr.Errorf(toolerr.CodeTimeout, "the tool did not finish within its deadline; it was stopped")
 	case reason == "memory", strings.Contains(tail, "out of memory"), strings.Contains(tail, "cannot allocate memory"):
-		return sandbox.Errorf(sandbox.CodeMemoryLimit, "the tool exhausted the memory of its sandbox; it was stopped")
+		return toolerr.Errorf(toolerr.CodeMemoryLimit, "the tool exhausted the memory of its sandbox; it was stopped")
 	}
 	first := strings.SplitN(strings.TrimSpace(head), "\n", 2)[0]
 	if first == "" {
@@ -554,21 +555,21 @@ func (p *Pool) deathError(w *proc, err error) error {
 		}
 	}
 	p.log.Warn("sandbox worker died", "err", err, "stderr", first)
-	return sandbox.Errorf(sandbox.CodePluginError, "the sandbox running the tool crashed (%s)", firstWords(first))
+	return toolerr.Errorf(toolerr.CodePluginError, "the sandbox running the tool crashed (%s)", firstWords(first))
 }
 
 type module struct {
 	pool  *Pool
-	spec  *sandbox.Spec
+	spec  *engine.Spec
 	slots chan struct{} // this plugin's share of the workers
 }
 
-// Call implements sandbox.Module.
+// Call implements engine.Module.
 func (m *module) Call(ctx context.Context, export string, input []byte) ([]byte, error) {
 	select {
 	case m.slots <- struct{}{}:
 	case <-ctx.Done():
-		return nil, sandbox.Errorf(sandbox.CodeBusy, "plugin %s is already running in every sandbox worker it may use; retry shortly", m.spec.Name)
+		return nil, toolerr.Errorf(toolerr.CodeBusy, "plugin %s is already running in every sandbox worker it may use; retry shortly", m.spec.Name)
 	}
 	defer func() { <-m.slots }()
 	out, err := m.call(ctx, export, input)
@@ -578,11 +579,11 @@ func (m *module) Call(ctx context.Context, export string, input []byte) ([]byte,
 		out, err = m.call(ctx, export, input)
 	}
 	if err != nil {
-		var se *sandbox.Error
+		var se *toolerr.Error
 		if errors.As(err, &se) {
 			return nil, se
 		}
-		return nil, sandbox.Errorf(sandbox.CodeInternal, "%v", err)
+		return nil, toolerr.Errorf(toolerr.CodeInternal, "%v", err)
 	}
 	return out, nil
 }
@@ -609,7 +610,7 @@ func (m *module) call(ctx context.Context, export string, input []byte) ([]byte,
 		return nil, err
 	}
 	if h.Code != "" {
-		return nil, &sandbox.Error{Code: sandbox.Code(h.Code), Message: h.Message}
+		return nil, &toolerr.Error{Code: toolerr.Code(h.Code), Message: h.Message}
 	}
 	return out, nil
 }

@@ -16,7 +16,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/toolhost/toolhost/host"
-	"github.com/toolhost/toolhost/host/sandbox"
+	"github.com/toolhost/toolhost/host/toolerr"
 )
 
 // The real runtime must satisfy the consumer-side contract.
@@ -56,7 +56,7 @@ func (f *fakeBackend) Call(ctx context.Context, tool string, args []byte) (json.
 	f.args[tool] = append([]byte(nil), args...)
 	f.mu.Unlock()
 	if fn == nil {
-		return nil, sandbox.Errorf(host.CodeToolNotFound, "no tool named %q is installed", tool)
+		return nil, toolerr.Errorf(toolerr.CodeToolNotFound, "no tool named %q is installed", tool)
 	}
 	return fn(args)
 }
@@ -189,7 +189,7 @@ func TestListAndCall(t *testing.T) {
 func TestArgumentsPassThroughToHostValidation(t *testing.T) {
 	b := newFake(tool("echo", echoSchema))
 	b.answer("echo", func(args []byte) (json.RawMessage, error) {
-		return nil, sandbox.Errorf(host.CodeInvalidArguments, "at '/text': got number, want string")
+		return nil, toolerr.Errorf(toolerr.CodeInvalidArguments, "at '/text': got number, want string")
 	})
 	s := New(b, "dev")
 	defer s.Close()

@@ -27,7 +27,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/toolhost/toolhost/host"
-	"github.com/toolhost/toolhost/host/sandbox"
+	"github.com/toolhost/toolhost/host/toolerr"
 )
 
 // maxStdioLine caps one JSON-RPC message read over stdio, the same order
@@ -194,7 +194,7 @@ func (s *Server) addTool(t host.ToolInfo) (err error) {
 
 func (s *Server) callTool(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 	if req.Params == nil {
-		return errorResult(sandbox.Errorf(host.CodeInvalidArguments, "tools/call needs params with a tool name")), nil
+		return errorResult(toolerr.Errorf(toolerr.CodeInvalidArguments, "tools/call needs params with a tool name")), nil
 	}
 	res, err := s.b.Call(ctx, req.Params.Name, req.Params.Arguments)
 	if err != nil {
@@ -206,9 +206,9 @@ func (s *Server) callTool(ctx context.Context, req *mcp.CallToolRequest) (*mcp.C
 // errorResult turns a call failure into a tool result the model reads:
 // "code: message", with isError set, as the MCP spec asks for tool errors.
 func errorResult(err error) *mcp.CallToolResult {
-	var he *host.Error
+	var he *toolerr.Error
 	if !errors.As(err, &he) {
-		he = &host.Error{Code: sandbox.CodeInternal, Message: err.Error()}
+		he = &toolerr.Error{Code: toolerr.CodeInternal, Message: err.Error()}
 	}
 	return &mcp.CallToolResult{
 		IsError: true,

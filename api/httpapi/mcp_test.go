@@ -13,7 +13,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/toolhost/toolhost/host"
-	"github.com/toolhost/toolhost/host/sandbox"
+	"github.com/toolhost/toolhost/host/toolerr"
 )
 
 // bearer adds the API token to every request, as an MCP client
@@ -61,7 +61,7 @@ func textOf(res *mcp.CallToolResult) string {
 func TestMCPOverHTTP(t *testing.T) {
 	b := newFake()
 	b.handle("other", func(_ context.Context, args []byte) (json.RawMessage, error) {
-		return nil, sandbox.Errorf(host.CodeInvalidArguments, "at '/count': got string, want integer")
+		return nil, toolerr.Errorf(toolerr.CodeInvalidArguments, "at '/count': got string, want integer")
 	})
 	_, srv := serve(t, b, Options{Version: "9.9.9"})
 	notified := make(chan struct{}, 16)

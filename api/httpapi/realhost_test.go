@@ -18,7 +18,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/toolhost/toolhost/host"
-	"github.com/toolhost/toolhost/host/sandbox"
+	"github.com/toolhost/toolhost/host/engine/sandbox"
 	"github.com/toolhost/toolhost/plugin"
 	"github.com/toolhost/toolhost/store"
 )

@@ -5,7 +5,9 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/toolhost/toolhost/host/wasmcheck"
+	"github.com/toolhost/toolhost/host/engine"
+	"github.com/toolhost/toolhost/host/engine/wasmcheck"
+	"github.com/toolhost/toolhost/host/toolerr"
 	"github.com/toolhost/toolhost/plugin"
 )
 
@@ -46,7 +48,7 @@ func set(names ...string) map[string]bool {
 // byte reaches the compiler: section counts against section sizes, memory
 // against the manifest's page limit, tables, imports against what the host
 // provides, and the tools' exports.
-func Prevalidate(spec Spec) error {
+func Prevalidate(spec engine.Spec) error {
 	_, err := wasmcheck.Check(spec.Wasm, wasmcheck.Policy{
 		MaxModuleBytes:   plugin.MaxWasmBytes,
 		MaxMemoryPages:   spec.Limits.MemoryPages,
@@ -64,5 +66,5 @@ func Prevalidate(spec Spec) error {
 	if errors.As(err, &pe) && strings.Contains(msg, "import") {
 		msg += " (the sandbox provides WASI preview 1 and the Extism host functions, except http_request)"
 	}
-	return Errorf(CodeInvalidModule, "%s", fmt.Sprint(msg))
+	return toolerr.Errorf(toolerr.CodeInvalidModule, "%s", fmt.Sprint(msg))
 }

@@ -6,8 +6,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
-
-	"github.com/toolhost/toolhost/host/sandbox"
+	"github.com/toolhost/toolhost/host/toolerr"
 )
 
 // unknownTool is the tool label of calls to names that are not installed:
@@ -72,7 +71,7 @@ func (m *metrics) handler() http.Handler {
 }
 
 // observe records one finished call.
-func (m *metrics) observe(tool string, code sandbox.Code, seconds float64, admitted bool) {
+func (m *metrics) observe(tool string, code toolerr.Code, seconds float64, admitted bool) {
 	outcome := "ok"
 	if code != "" {
 		outcome = string(code)
@@ -82,7 +81,7 @@ func (m *metrics) observe(tool string, code sandbox.Code, seconds float64, admit
 		m.duration.WithLabelValues(tool).Observe(seconds)
 	}
 	switch code {
-	case sandbox.CodeTimeout, sandbox.CodeMemoryLimit, sandbox.CodeOutputTooLarge:
+	case toolerr.CodeTimeout, toolerr.CodeMemoryLimit, toolerr.CodeOutputTooLarge:
 		m.limitHits.WithLabelValues(tool, string(code)).Inc()
 	}
 }

@@ -26,9 +26,9 @@ import (
 	"strings"
 	"time"
 
+	"github.com/toolhost/toolhost/api/mcpserver"
 	"github.com/toolhost/toolhost/host"
-	"github.com/toolhost/toolhost/host/mcpserver"
-	"github.com/toolhost/toolhost/host/sandbox"
+	"github.com/toolhost/toolhost/host/toolerr"
 )
 
 // Defaults of Options.
@@ -160,7 +160,7 @@ func (a *API) routes() {
 		authed(pattern, methodNotAllowed(allow))
 	}
 	authed("/", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		writeError(w, sandbox.Errorf(CodeNotFound, "no route %s %s; the API has GET /v1/tools, POST /v1/tools/{name}/call, GET /v1/plugins, GET /healthz, GET /metrics and /mcp", r.Method, r.URL.Path))
+		writeError(w, toolerr.Errorf(CodeNotFound, "no route %s %s; the API has GET /v1/tools, POST /v1/tools/{name}/call, GET /v1/plugins, GET /healthz, GET /metrics and /mcp", r.Method, r.URL.Path))
 	}))
 	a.mux = mux
 }
@@ -180,7 +180,7 @@ func (a *API) capBody(next http.Handler) http.Handler {
 func methodNotAllowed(allow string) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Allow", allow)
-		writeError(w, sandbox.Errorf(CodeMethodNotAllowed, "%s is not allowed on %s; use %s", r.Method, r.URL.Path, allow))
+		writeError(w, toolerr.Errorf(CodeMethodNotAllowed, "%s is not allowed on %s; use %s", r.Method, r.URL.Path, allow))
 	})
 }
 
@@ -203,12 +203,12 @@ func (a *API) guard(next http.Handler, auth bool) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if e := a.checkHostAndOrigin(r); e != nil {
 			a.log.Warn("request refused", "reason", e.Code, "host", r.Host, "origin", r.Header.Get("Origin"), "path", r.URL.Path, "remote", r.RemoteAddr)
-			writeError(w, &host.Error{Code: e.Code, Message: e.Message})
+			writeError(w, &toolerr.Error{Code: e.Code, Message: e.Message})
 			return
 		}
 		if auth && !a.authorized(r) {
 			a.log.Info("request refused", "reason", CodeUnauthorized, "path", r.URL.Path, "remote", r.RemoteAddr)
-			writeError(w, sandbox.Errorf(CodeUnauthorized, "missing or wrong bearer token: send the header \"Authorization: Bearer <token>\" with the token from $TOOLHOST_HOME/token (or TOOLHOST_TOKEN)"))
+			writeError(w, toolerr.Errorf(CodeUnauthorized, "missing or wrong bearer token: send the header \"Authorization: Bearer <token>\" with the token from $TOOLHOST_HOME/token (or TOOLHOST_TOKEN)"))
 			return
 		}
 		next.ServeHTTP(w, r)
@@ -268,7 +268,7 @@ func (a *API) listTools(w http.ResponseWriter, r *http.Request) {
 		}
 		writeJSON(w, http.StatusOK, map[string][]mcpTool{"tools": out})
 	default:
-		writeError(w, sandbox.Errorf(CodeInvalidRequest, "unknown format %q: use format=openai, format=mcp, or no format", format))
+		writeError(w, toolerr.Errorf(CodeInvalidRequest, "unknown format %q: use format=openai, format=mcp, or no format", format))
 	}
 }
 
@@ -298,7 +298,7 @@ func (a *API) callTool(w http.ResponseWriter, r *http.Request) {
 			writeError(w, tooLarge(mbe.Limit))
 			return
 		}
-		writeError(w, sandbox.Errorf(CodeInvalidRequest, "cannot read the request body: %v", err))
+		writeError(w, toolerr.Errorf(CodeInvalidRequest, "cannot read the request body: %v", err))
 		return
 	}
 	args, perr := parseCallBody(body)
@@ -316,8 +316,8 @@ func (a *API) callTool(w http.ResponseWriter, r *http.Request) {
 	}{res})
 }
 
-func tooLarge(limit int64) *host.Error {
-	return sandbox.Errorf(CodePayloadTooLarge, "the request body is larger than %d bytes; send smaller arguments", limit)
+func tooLarge(limit int64) *toolerr.Error {
+	return toolerr.Errorf(CodePayloadTooLarge, "the request body is larger than %d bytes; send smaller arguments", limit)
 }
 
 // parseCallBody reads {"arguments":{…}} strictly: one JSON object whose
@@ -325,9 +325,9 @@ func tooLarge(limit int64) *host.Error {
 // would take the last duplicate and match keys case-insensitively). An
 // empty body, {} and "arguments": null all mean no arguments. The argument
 // object itself is passed on as raw bytes for the host to validate.
-func parseCallBody(body []byte) (json.RawMessage, *host.Error) {
-	shape := func(format string, args ...any) *host.Error {
-		return sandbox.Errorf(host.CodeInvalidArguments, "the request body must be {\"arguments\":{...}}: "+format, args...)
+func parseCallBody(body []byte) (json.RawMessage, *toolerr.Error) {
+	shape := func(format string, args ...any) *toolerr.Error {
+		return toolerr.Errorf(toolerr.CodeInvalidArguments, "the request body must be {\"arguments\":{...}}: "+format, args...)
 	}
 	body = bytes.Trim(body, jsonSpace)
 	if len(body) == 0 {

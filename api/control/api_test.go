@@ -12,10 +12,11 @@ import (
 
 	"log/slog"
 
+	"github.com/toolhost/toolhost/api/control"
 	"github.com/toolhost/toolhost/curator"
 	"github.com/toolhost/toolhost/host"
-	"github.com/toolhost/toolhost/host/control"
-	"github.com/toolhost/toolhost/host/sandbox"
+	"github.com/toolhost/toolhost/host/engine/sandbox"
+	"github.com/toolhost/toolhost/host/toolerr"
 	"github.com/toolhost/toolhost/plugin"
 	"github.com/toolhost/toolhost/signing"
 	"github.com/toolhost/toolhost/store"
@@ -150,13 +151,13 @@ func TestConformance(t *testing.T) {
 			}
 			for _, c := range []struct {
 				tool, args string
-				code       sandbox.Code
+				code       toolerr.Code
 			}{
-				{"echo", `{"n": "x"}`, host.CodeInvalidArguments},
-				{"fail", `{}`, sandbox.CodePluginError},
-				{"nope", `{}`, host.CodeToolNotFound},
+				{"echo", `{"n": "x"}`, toolerr.CodeInvalidArguments},
+				{"fail", `{}`, toolerr.CodePluginError},
+				{"nope", `{}`, toolerr.CodeToolNotFound},
 			} {
-				if _, err := api.Call(ctx, c.tool, []byte(c.args)); host.CodeOf(err) != c.code {
+				if _, err := api.Call(ctx, c.tool, []byte(c.args)); toolerr.CodeOf(err) != c.code {
 					t.Errorf("Call %s: %v, want code %s", c.tool, err, c.code)
 				}
 			}
@@ -172,7 +173,7 @@ func TestConformance(t *testing.T) {
 			if err := api.Revoke(ctx, alice.Public().ID()); err != nil {
 				t.Fatal(err)
 			}
-			if _, err := api.Call(ctx, "echo", []byte(`{}`)); host.CodeOf(err) != sandbox.CodeUnavailable {
+			if _, err := api.Call(ctx, "echo", []byte(`{}`)); toolerr.CodeOf(err) != toolerr.CodeUnavailable {
 				t.Fatalf("call after revoke: %v", err)
 			}
 			if err := api.Unrevoke(ctx, alice.Public().ID()); err != nil {
@@ -181,7 +182,7 @@ func TestConformance(t *testing.T) {
 			if err := api.SetThreshold(ctx, 2); err != nil {
 				t.Fatal(err)
 			}
-			if _, err := api.Call(ctx, "echo", []byte(`{}`)); host.CodeOf(err) != sandbox.CodeUnavailable {
+			if _, err := api.Call(ctx, "echo", []byte(`{}`)); toolerr.CodeOf(err) != toolerr.CodeUnavailable {
 				t.Fatalf("call below threshold: %v", err)
 			}
 			if err := api.SetThreshold(ctx, 0); err == nil {

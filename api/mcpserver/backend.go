@@ -17,7 +17,7 @@ import (
 //     enough to call on every change.
 //   - Call runs one tool with args as raw JSON (nil or empty means {}).
 //     The backend, not the caller, validates args against the schema.
-//     Failures are *host.Error values whose Code is one of the host API
+//     Failures are *toolerr.Error values whose Code is one of the host API
 //     codes and whose Message a model can read; any other error is treated
 //     as internal_error.
 //   - Plugins lists installed plugins with their verification state.

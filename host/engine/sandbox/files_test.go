@@ -14,6 +14,9 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+
+	"github.com/toolhost/toolhost/host/engine"
+	"github.com/toolhost/toolhost/host/toolerr"
 )
 
 // fileTree is the granted directory of the file tests, next to a directory
@@ -92,7 +95,7 @@ func snapshot(t *testing.T, dir string) map[string]string {
 	return out
 }
 
-func compileFS(t *testing.T, granted string) Module {
+func compileFS(t *testing.T, granted string) engine.Module {
 	t.Helper()
 	s := loadSample(t, "fs")
 	manifest := replaceOnce(t, s.manifest, `"/srv/toolhost-fs-sample"`, `"`+granted+`"`)
@@ -202,21 +205,21 @@ func TestFSSampleReadsUnderGrant(t *testing.T) {
 
 	for _, tc := range []struct {
 		name, export, path string
-		code               Code
+		code               toolerr.Code
 		want               string
 	}{
-		{"dot-dot", "read_file", "../outside.txt", CodePluginError, "outside the granted directory"},
-		{"dot-dot deep", "read_file", "notes/../../outside/sec.txt", CodePluginError, "outside the granted directory"},
-		{"absolute outside", "read_file", "/etc/passwd", CodePluginError, "outside the granted directory"},
-		{"absolute prefix trick", "read_file", "/database/x", CodePluginError, "outside the granted directory"},
-		{"list dot-dot", "list_directory", "..", CodePluginError, "outside the granted directory"},
-		{"symlink escape", "read_file", "escape", CodePluginError, "access to /data/escape is refused"},
-		{"relative symlink escape", "read_file", "escape_rel", CodePluginError, "access to /data/escape_rel is refused"},
-		{"symlink escape to a directory", "list_directory", "escape_dir", CodePluginError, "access to /data/escape_dir is refused"},
-		{"not found", "read_file", "nope.txt", CodePluginError, "/data/nope.txt not found"},
-		{"read a directory", "read_file", "notes", CodePluginError, "is a directory"},
-		{"list a file", "list_directory", "hello.txt", CodePluginError, "is not a directory"},
-		{"missing path", "read_file", "", CodePluginError, `missing required argument "path"`},
+		{"dot-dot", "read_file", "../outside.txt", toolerr.CodePluginError, "outside the granted directory"},
+		{"dot-dot deep", "read_file", "notes/../../outside/sec.txt", toolerr.CodePluginError, "outside the granted directory"},
+		{"absolute outside", "read_file", "/etc/passwd", toolerr.CodePluginError, "outside the granted directory"},
+		{"absolute prefix trick", "read_file", "/database/x", toolerr.CodePluginError, "outside the granted directory"},
+		{"list dot-dot", "list_directory", "..", toolerr.CodePluginError, "outside the granted directory"},
+		{"symlink escape", "read_file", "escape", toolerr.CodePluginError, "access to /data/escape is refused"},
+		{"relative symlink escape", "read_file", "escape_rel", toolerr.CodePluginError, "access to /data/escape_rel is refused"},
+		{"symlink escape to a directory", "list_directory", "escape_dir", toolerr.CodePluginError, "access to /data/escape_dir is refused"},
+		{"not found", "read_file", "nope.txt", toolerr.CodePluginError, "/data/nope.txt not found"},
+		{"read a directory", "read_file", "notes", toolerr.CodePluginError, "is a directory"},
+		{"list a file", "list_directory", "hello.txt", toolerr.CodePluginError, "is not a directory"},
+		{"missing path", "read_file", "", toolerr.CodePluginError, `missing required argument "path"`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			e := mustFail(t, mod, tc.export, map[string]string{"path": tc.path}, tc.code, tc.want)
@@ -234,8 +237,8 @@ func TestFSSampleWithoutGrantedDirectory(t *testing.T) {
 	s := loadSample(t, "fs")
 	manifest := replaceOnce(t, s.manifest, `"/srv/toolhost-fs-sample"`, `"`+filepath.Join(t.TempDir(), "missing")+`"`)
 	_, err := capEngine(t).Compile(t.Context(), specOf(t, manifest, s.wasm))
-	var se *Error
-	if !errors.As(err, &se) || se.Code != CodePermissionDenied || !strings.Contains(se.Message, "cannot be opened") {
+	var se *toolerr.Error
+	if !errors.As(err, &se) || se.Code != toolerr.CodePermissionDenied || !strings.Contains(se.Message, "cannot be opened") {
 		t.Fatalf("compile with a missing granted directory: %v, want permission_denied", err)
 	}
 }
@@ -272,7 +275,7 @@ func TestRawWASIFileProbes(t *testing.T) {
 		{"symlink", enosys},
 	} {
 		t.Run(tc.export, func(t *testing.T) {
-			mustFail(t, mod, tc.export, nil, CodePluginError, fmt.Sprintf("the tool returned error code %d", tc.errno))
+			mustFail(t, mod, tc.export, nil, toolerr.CodePluginError, fmt.Sprintf("the tool returned error code %d", tc.errno))
 		})
 	}
 	if after := snapshot(t, filepath.Dir(ft.granted)); !maps.Equal(before, after) {

@@ -14,6 +14,8 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/toolhost/toolhost/host/engine"
+	"github.com/toolhost/toolhost/host/toolerr"
 	"github.com/toolhost/toolhost/internal/testplugins"
 	"github.com/toolhost/toolhost/plugin"
 )
@@ -70,7 +72,7 @@ func loadSample(t *testing.T, name string) samplePlugin {
 }
 
 // specOf parses manifest (strictly, as the host does) into a Spec for wasm.
-func specOf(t *testing.T, manifest, wasm []byte) Spec {
+func specOf(t *testing.T, manifest, wasm []byte) engine.Spec {
 	t.Helper()
 	m, err := plugin.ParseManifest(manifest)
 	if err != nil {
@@ -80,13 +82,13 @@ func specOf(t *testing.T, manifest, wasm []byte) Spec {
 	for _, tool := range m.Tools {
 		exports = append(exports, tool.Export)
 	}
-	return Spec{
+	return engine.Spec{
 		Key: m.Name, Name: m.Name, Wasm: wasm, Limits: m.Limits.Effective(), Permissions: m.Permissions, Exports: exports,
 	}
 }
 
 // compileManifest compiles wasm under manifest.
-func compileManifest(t *testing.T, manifest, wasm []byte, allowPrivate bool) Module {
+func compileManifest(t *testing.T, manifest, wasm []byte, allowPrivate bool) engine.Module {
 	t.Helper()
 	spec := specOf(t, manifest, wasm)
 	spec.AllowPrivateNetwork = allowPrivate
@@ -109,7 +111,7 @@ func replaceOnce(t *testing.T, manifest []byte, old, new string) []byte {
 }
 
 // call runs export with args and returns its output or *Error.
-func call(t *testing.T, m Module, export string, args any) ([]byte, *Error) {
+func call(t *testing.T, m engine.Module, export string, args any) ([]byte, *toolerr.Error) {
 	t.Helper()
 	in, err := json.Marshal(args)
 	if err != nil {
@@ -119,14 +121,14 @@ func call(t *testing.T, m Module, export string, args any) ([]byte, *Error) {
 	if err == nil {
 		return out, nil
 	}
-	var se *Error
+	var se *toolerr.Error
 	if !errors.As(err, &se) {
-		t.Fatalf("%s: error %v (%T) is not a *sandbox.Error", export, err, err)
+		t.Fatalf("%s: error %v (%T) is not a *toolerr.Error", export, err, err)
 	}
 	return nil, se
 }
 
-func mustFail(t *testing.T, m Module, export string, args any, code Code, msgPart string) *Error {
+func mustFail(t *testing.T, m engine.Module, export string, args any, code toolerr.Code, msgPart string) *toolerr.Error {
 	t.Helper()
 	out, e := call(t, m, export, args)
 	if e == nil {
@@ -156,7 +158,7 @@ var probeExports = []string{
 
 // compileProbe compiles testdata/capprobe.wasm with a grant of dir at
 // /data (none if dir is empty) and allowed_hosts ["example.com"].
-func compileProbe(t *testing.T, dir string) Module {
+func compileProbe(t *testing.T, dir string) engine.Module {
 	t.Helper()
 	probeOnce.Do(func() { probeWasm, probeErr = os.ReadFile(filepath.Join("testdata", "capprobe.wasm")) })
 	if probeErr != nil {
@@ -166,7 +168,7 @@ func compileProbe(t *testing.T, dir string) Module {
 	if dir != "" {
 		perms.AllowedPaths = map[string]string{dir: "/data"}
 	}
-	spec := Spec{
+	spec := engine.Spec{
 		Key: "capprobe", Name: "capprobe", Wasm: probeWasm, Exports: probeExports, Permissions: perms,
 		Limits: plugin.Limits{MemoryPages: 16, TimeoutMS: 5000, MaxOutputBytes: 1 << 20},
 	}
@@ -218,12 +220,12 @@ func TestHTTPFetchRequestBudget(t *testing.T) {
 		t.Fatalf("100th answer %+v, want %q", resp, want)
 	}
 	// The budget is per call: the next call starts again.
-	mustFail(t, mod, "fetch_forbidden_then_fail", nil, CodePermissionDenied, `host "forbidden.invalid" is not in the plugin's allowed_hosts`)
+	mustFail(t, mod, "fetch_forbidden_then_fail", nil, toolerr.CodePermissionDenied, `host "forbidden.invalid" is not in the plugin's allowed_hosts`)
 }
 
 func TestHTTPFetchDenialSetsCode(t *testing.T) {
 	mod := compileProbe(t, "")
-	mustFail(t, mod, "fetch_forbidden_then_fail", nil, CodePermissionDenied, `host "forbidden.invalid" is not in`)
+	mustFail(t, mod, "fetch_forbidden_then_fail", nil, toolerr.CodePermissionDenied, `host "forbidden.invalid" is not in`)
 }
 
 // --- the fetch sample against a local server ---
@@ -323,7 +325,7 @@ func TestFetchSample(t *testing.T) {
 
 	for _, tc := range []struct {
 		name string
-		mod  Module
+		mod  engine.Module
 		url  string
 		want string
 	}{
@@ -338,7 +340,7 @@ func TestFetchSample(t *testing.T) {
 		{"redirect to [::1]", granted, localURL(srv, "localhost", "/to-ipv6-loopback"), `host "::1" is not in the plugin's allowed_hosts`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			mustFail(t, tc.mod, "fetch_url", map[string]any{"url": tc.url}, CodePermissionDenied, tc.want)
+			mustFail(t, tc.mod, "fetch_url", map[string]any{"url": tc.url}, toolerr.CodePermissionDenied, tc.want)
 		})
 	}
 
@@ -346,6 +348,6 @@ func TestFetchSample(t *testing.T) {
 		dead := httptest.NewServer(http.NotFoundHandler())
 		u := localURL(dead, "localhost", "/")
 		dead.Close()
-		mustFail(t, granted, "fetch_url", map[string]any{"url": u}, CodePluginError, "request failed")
+		mustFail(t, granted, "fetch_url", map[string]any{"url": u}, toolerr.CodePluginError, "request failed")
 	})
 }

@@ -15,7 +15,7 @@ import (
 	"time"
 
 	"github.com/toolhost/toolhost/host"
-	"github.com/toolhost/toolhost/host/sandbox"
+	"github.com/toolhost/toolhost/host/toolerr"
 )
 
 const testToken = "s3cret-token"
@@ -247,20 +247,20 @@ func TestCallErrorStatus(t *testing.T) {
 	b := newFake()
 	_, srv := serve(t, b, Options{})
 	tests := []struct {
-		code sandbox.Code
+		code toolerr.Code
 		want int
 	}{
-		{host.CodeInvalidArguments, 400},
-		{host.CodeToolNotFound, 404},
-		{sandbox.CodeBusy, 429},
-		{sandbox.CodeTimeout, 504},
-		{sandbox.CodeUnavailable, 503},
-		{sandbox.CodeMemoryLimit, 422},
-		{sandbox.CodeOutputTooLarge, 422},
-		{sandbox.CodePluginError, 422},
-		{sandbox.CodeInvalidModule, 422},
-		{sandbox.CodePermissionDenied, 422},
-		{sandbox.CodeInternal, 500},
+		{toolerr.CodeInvalidArguments, 400},
+		{toolerr.CodeToolNotFound, 404},
+		{toolerr.CodeBusy, 429},
+		{toolerr.CodeTimeout, 504},
+		{toolerr.CodeUnavailable, 503},
+		{toolerr.CodeMemoryLimit, 422},
+		{toolerr.CodeOutputTooLarge, 422},
+		{toolerr.CodePluginError, 422},
+		{toolerr.CodeInvalidModule, 422},
+		{toolerr.CodePermissionDenied, 422},
+		{toolerr.CodeInternal, 500},
 		{"some_future_code", 500},
 	}
 	for _, tt := range tests {
@@ -270,7 +270,7 @@ func TestCallErrorStatus(t *testing.T) {
 			if r.status != tt.want || r.errorCode() != string(tt.code) {
 				t.Errorf("got %d %s, want %d with code %s", r.status, r.body, tt.want, tt.code)
 			}
-			if tt.code == sandbox.CodeBusy && r.header.Get("Retry-After") == "" {
+			if tt.code == toolerr.CodeBusy && r.header.Get("Retry-After") == "" {
 				t.Error("busy without Retry-After")
 			}
 		})
@@ -387,7 +387,7 @@ func block(b *fakeBackend) *blocker {
 		case <-bl.release:
 			return json.RawMessage(`{"released":true}`), nil
 		case <-ctx.Done():
-			return nil, sandbox.Errorf(sandbox.CodeTimeout, "cancelled")
+			return nil, toolerr.Errorf(toolerr.CodeTimeout, "cancelled")
 		}
 	})
 	return bl
@@ -471,7 +471,7 @@ func TestBusy(t *testing.T) {
 
 func TestMetrics(t *testing.T) {
 	b := newFake()
-	b.failWith("other", sandbox.CodeTimeout)
+	b.failWith("other", toolerr.CodeTimeout)
 	_, srv := serve(t, b, Options{})
 	do(t, srv, "POST", "/v1/tools/echo/call", `{}`, "")
 	do(t, srv, "POST", "/v1/tools/echo/call", `{}`, "")
@@ -525,7 +525,7 @@ func (s *syncBuffer) String() string {
 func TestCallLogLine(t *testing.T) {
 	b := newFake()
 	b.handle("other", func(context.Context, []byte) (json.RawMessage, error) {
-		return nil, sandbox.Errorf(host.CodeInvalidArguments, `at '/text': "TOPSECRET" is too long`)
+		return nil, toolerr.Errorf(toolerr.CodeInvalidArguments, `at '/text': "TOPSECRET" is too long`)
 	})
 	var buf syncBuffer
 	_, srv := serve(t, b, Options{Logger: slog.New(slog.NewJSONHandler(&buf, nil))})
@@ -577,7 +577,7 @@ func TestCallOutlivesReadTimeout(t *testing.T) {
 		case <-time.After(400 * time.Millisecond):
 			return json.RawMessage(`{"done":true}`), nil
 		case <-ctx.Done():
-			return nil, sandbox.Errorf(sandbox.CodeTimeout, "context ended early: %v", ctx.Err())
+			return nil, toolerr.Errorf(toolerr.CodeTimeout, "context ended early: %v", ctx.Err())
 		}
 	})
 	api, err := New(b, Options{Token: testToken})

@@ -14,6 +14,7 @@ import (
 
 	extism "github.com/extism/go-sdk"
 	"github.com/tetratelabs/wazero"
+	"github.com/toolhost/toolhost/host/toolerr"
 )
 
 // HostModule is the import module of toolhost's own host functions.
@@ -154,7 +155,7 @@ func openGrants(paths map[string]string) (*readOnlyFiles, error) {
 		root, err := os.OpenRoot(hostPath)
 		if err != nil {
 			f.close()
-			return nil, Errorf(CodePermissionDenied, "granted path %s cannot be opened: %v", hostPath, err)
+			return nil, toolerr.Errorf(toolerr.CodePermissionDenied, "granted path %s cannot be opened: %v", hostPath, err)
 		}
 		f.roots = append(f.roots, root)
 		f.cfg = f.cfg.WithFSMount(grantFS{root}, guestPath)
@@ -217,9 +218,9 @@ func (r readOnlyFile) Readdir(n int) ([]fs.FileInfo, error)      { return r.f.Re
 func (r readOnlyFile) Close() error                              { return r.f.Close() }
 
 // deniedError returns the call's permission denial as an error, if any.
-func deniedError(s *callState) *Error {
+func deniedError(s *callState) *toolerr.Error {
 	if v, _ := s.denied.Load().(string); v != "" {
-		return Errorf(CodePermissionDenied, "%s", strings.TrimPrefix(v, errDenied.Error()+": "))
+		return toolerr.Errorf(toolerr.CodePermissionDenied, "%s", strings.TrimPrefix(v, errDenied.Error()+": "))
 	}
 	return nil
 }

@@ -13,7 +13,9 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/toolhost/toolhost/host/sandbox"
+	"github.com/toolhost/toolhost/host/engine"
+	"github.com/toolhost/toolhost/host/engine/sandbox"
+	"github.com/toolhost/toolhost/host/toolerr"
 	"github.com/toolhost/toolhost/plugin"
 )
 
@@ -24,15 +26,15 @@ func Serve(ctx context.Context, r io.Reader, w io.Writer, cacheDir string) error
 	// The supervisor bounds this process from outside (RSS watchdog, address
 	// space limit); the soft limit makes the Go heap give memory back early.
 	debug.SetMemoryLimit(256 << 20)
-	engine, err := sandbox.NewInProcess(cacheDir)
+	eng, err := sandbox.NewInProcess(cacheDir)
 	if err != nil {
 		return err
 	}
-	defer engine.Close(ctx)
-	modules := map[string]sandbox.Module{}
+	defer eng.Close(ctx)
+	modules := map[string]engine.Module{}
 	br := bufio.NewReaderSize(r, 64<<10)
 	bw := bufio.NewWriterSize(w, 64<<10)
-	reply := func(e *sandbox.Error, body []byte) error {
+	reply := func(e *toolerr.Error, body []byte) error {
 		var h replyHeader
 		if e != nil {
 			h = replyHeader{Code: string(e.Code), Message: e.Message}
@@ -66,7 +68,7 @@ func Serve(ctx context.Context, r io.Reader, w io.Writer, cacheDir string) error
 				old.Close(ctx)
 				delete(modules, h.Key)
 			}
-			mod, err := engine.Compile(ctx, specFromLoad(h, f.body))
+			mod, err := eng.Compile(ctx, specFromLoad(h, f.body))
 			if err != nil {
 				if err := reply(asError(err), nil); err != nil {
 					return err
@@ -84,7 +86,7 @@ func Serve(ctx context.Context, r io.Reader, w io.Writer, cacheDir string) error
 			}
 			mod := modules[h.Key]
 			if mod == nil {
-				if err := reply(sandbox.Errorf(sandbox.CodeInternal, "module not loaded in worker"), nil); err != nil {
+				if err := reply(toolerr.Errorf(toolerr.CodeInternal, "module not loaded in worker"), nil); err != nil {
 					return err
 				}
 				continue
@@ -122,7 +124,7 @@ func Serve(ctx context.Context, r io.Reader, w io.Writer, cacheDir string) error
 	}
 }
 
-func replyCall(bw *bufio.Writer, e *sandbox.Error, body []byte, peak int64) error {
+func replyCall(bw *bufio.Writer, e *toolerr.Error, body []byte, peak int64) error {
 	h := replyHeader{PeakRSS: peak}
 	if e != nil {
 		h.Code, h.Message = string(e.Code), e.Message
@@ -183,27 +185,27 @@ func trimMemory() {
 	}
 }
 
-func specFromLoad(h loadHeader, wasm []byte) sandbox.Spec {
-	return sandbox.Spec{
+func specFromLoad(h loadHeader, wasm []byte) engine.Spec {
+	return engine.Spec{
 		Key: h.Key, Name: h.Name, Wasm: wasm, Exports: h.Exports, AllowPrivateNetwork: h.Private, ReuseInstances: h.Reuse,
 		Limits:      plugin.Limits{MemoryPages: h.MemoryPages, TimeoutMS: h.TimeoutMS, MaxOutputBytes: h.MaxOutput},
 		Permissions: plugin.Permissions{AllowedHosts: h.Hosts, AllowedPaths: h.Paths},
 	}
 }
 
-func asErrorOrNil(err error) *sandbox.Error {
+func asErrorOrNil(err error) *toolerr.Error {
 	if err == nil {
 		return nil
 	}
 	return asError(err)
 }
 
-func asError(err error) *sandbox.Error {
-	var se *sandbox.Error
+func asError(err error) *toolerr.Error {
+	var se *toolerr.Error
 	if errors.As(err, &se) {
 		return se
 	}
-	return sandbox.Errorf(sandbox.CodeInternal, "%v", err)
+	return toolerr.Errorf(toolerr.CodeInternal, "%v", err)
 }
 
 // Run is the body of a worker process (`toolhost sandbox-worker`): it

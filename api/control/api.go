@@ -21,7 +21,7 @@ import (
 )
 
 // API is the management surface of a host. Errors keep their kind across
-// the socket: *sandbox.Error for calls, and the host, store and curator
+// the socket: *toolerr.Error for calls, and the host, store and curator
 // sentinels (errors.Is works on a Client's errors as on Local's).
 type API interface {
 	Install(ctx context.Context, b *plugin.Bundle, opts host.InstallOptions) (host.InstallReport, error)

@@ -5,19 +5,18 @@ import (
 	"errors"
 	"net/http"
 
-	"github.com/toolhost/toolhost/host"
-	"github.com/toolhost/toolhost/host/sandbox"
+	"github.com/toolhost/toolhost/host/toolerr"
 )
 
 // Codes the HTTP layer adds to the host's call codes. Every error body is
 // {"error":{"code":…,"message":…}}.
 const (
-	CodeUnauthorized     sandbox.Code = "unauthorized"
-	CodeForbidden        sandbox.Code = "forbidden"
-	CodeNotFound         sandbox.Code = "not_found"
-	CodeMethodNotAllowed sandbox.Code = "method_not_allowed"
-	CodeInvalidRequest   sandbox.Code = "invalid_request"
-	CodePayloadTooLarge  sandbox.Code = "payload_too_large"
+	CodeUnauthorized     toolerr.Code = "unauthorized"
+	CodeForbidden        toolerr.Code = "forbidden"
+	CodeNotFound         toolerr.Code = "not_found"
+	CodeMethodNotAllowed toolerr.Code = "method_not_allowed"
+	CodeInvalidRequest   toolerr.Code = "invalid_request"
+	CodePayloadTooLarge  toolerr.Code = "payload_too_large"
 )
 
 // statusFor maps an error code to its HTTP status.
@@ -29,28 +28,28 @@ const (
 // busy is 429 with Retry-After: a retry soon is expected to succeed, while
 // 503 is kept for plugin_unavailable (the plugin cannot run until an
 // operator acts, e.g. a revoked curator key).
-func statusFor(code sandbox.Code) int {
+func statusFor(code toolerr.Code) int {
 	switch code {
 	case CodeUnauthorized:
 		return http.StatusUnauthorized
 	case CodeForbidden:
 		return http.StatusForbidden
-	case host.CodeToolNotFound, CodeNotFound:
+	case toolerr.CodeToolNotFound, CodeNotFound:
 		return http.StatusNotFound
 	case CodeMethodNotAllowed:
 		return http.StatusMethodNotAllowed
-	case host.CodeInvalidArguments, CodeInvalidRequest:
+	case toolerr.CodeInvalidArguments, CodeInvalidRequest:
 		return http.StatusBadRequest
 	case CodePayloadTooLarge:
 		return http.StatusRequestEntityTooLarge
-	case sandbox.CodeBusy:
+	case toolerr.CodeBusy:
 		return http.StatusTooManyRequests
-	case sandbox.CodeTimeout:
+	case toolerr.CodeTimeout:
 		return http.StatusGatewayTimeout
-	case sandbox.CodeUnavailable:
+	case toolerr.CodeUnavailable:
 		return http.StatusServiceUnavailable
-	case sandbox.CodeMemoryLimit, sandbox.CodeOutputTooLarge, sandbox.CodePluginError,
-		sandbox.CodeInvalidModule, sandbox.CodePermissionDenied:
+	case toolerr.CodeMemoryLimit, toolerr.CodeOutputTooLarge, toolerr.CodePluginError,
+		toolerr.CodeInvalidModule, toolerr.CodePermissionDenied:
 		return http.StatusUnprocessableEntity
 	default:
 		return http.StatusInternalServerError
@@ -59,12 +58,12 @@ func statusFor(code sandbox.Code) int {
 
 // asError returns err as a host error, classifying anything else as
 // internal_error.
-func asError(err error) *host.Error {
-	var he *host.Error
+func asError(err error) *toolerr.Error {
+	var he *toolerr.Error
 	if errors.As(err, &he) {
 		return he
 	}
-	return &host.Error{Code: sandbox.CodeInternal, Message: err.Error()}
+	return &toolerr.Error{Code: toolerr.CodeInternal, Message: err.Error()}
 }
 
 type errorBody struct {
@@ -72,13 +71,13 @@ type errorBody struct {
 }
 
 type errorDetail struct {
-	Code    sandbox.Code `json:"code"`
+	Code    toolerr.Code `json:"code"`
 	Message string       `json:"message"`
 }
 
-func writeError(w http.ResponseWriter, e *host.Error) {
+func writeError(w http.ResponseWriter, e *toolerr.Error) {
 	switch e.Code {
-	case sandbox.CodeBusy:
+	case toolerr.CodeBusy:
 		w.Header().Set("Retry-After", "1")
 	case CodeUnauthorized:
 		w.Header().Set("WWW-Authenticate", `Bearer realm="toolhost"`)
@@ -90,7 +89,7 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 	data, err := json.Marshal(v)
 	if err != nil {
 		status = http.StatusInternalServerError
-		data, _ = json.Marshal(errorBody{errorDetail{sandbox.CodeInternal, "cannot encode the response: " + err.Error()}})
+		data, _ = json.Marshal(errorBody{errorDetail{toolerr.CodeInternal, "cannot encode the response: " + err.Error()}})
 	}
 	h := w.Header()
 	h.Set("Content-Type", "application/json")

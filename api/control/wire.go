@@ -7,7 +7,7 @@ import (
 
 	"github.com/toolhost/toolhost/curator"
 	"github.com/toolhost/toolhost/host"
-	"github.com/toolhost/toolhost/host/sandbox"
+	"github.com/toolhost/toolhost/host/toolerr"
 	"github.com/toolhost/toolhost/plugin"
 	"github.com/toolhost/toolhost/signing"
 	"github.com/toolhost/toolhost/store"
@@ -50,7 +50,7 @@ func toWire(err error) *wireError {
 	if err == nil {
 		return nil
 	}
-	var se *sandbox.Error
+	var se *toolerr.Error
 	if errors.As(err, &se) {
 		return &wireError{Kinds: []string{"call"}, Code: string(se.Code), Message: se.Message}
 	}
@@ -77,7 +77,7 @@ func fromWire(w *wireError) error {
 		return nil
 	}
 	if slices.Contains(w.Kinds, "call") {
-		return &sandbox.Error{Code: sandbox.Code(w.Code), Message: w.Message}
+		return &toolerr.Error{Code: toolerr.Code(w.Code), Message: w.Message}
 	}
 	re := &remoteError{msg: w.Message}
 	for _, k := range kinds {

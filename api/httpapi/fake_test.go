@@ -6,7 +6,7 @@ import (
 	"sync"
 
 	"github.com/toolhost/toolhost/host"
-	"github.com/toolhost/toolhost/host/sandbox"
+	"github.com/toolhost/toolhost/host/toolerr"
 	"github.com/toolhost/toolhost/signing"
 )
 
@@ -68,7 +68,7 @@ func (f *fakeBackend) Call(ctx context.Context, tool string, args []byte) (json.
 	f.args[tool] = append([]byte(nil), args...)
 	f.mu.Unlock()
 	if !ok {
-		return nil, sandbox.Errorf(host.CodeToolNotFound, "no tool named %q is installed; list the available tools first", tool)
+		return nil, toolerr.Errorf(toolerr.CodeToolNotFound, "no tool named %q is installed; list the available tools first", tool)
 	}
 	return fn(ctx, args)
 }
@@ -94,8 +94,8 @@ func (f *fakeBackend) setTools(tools ...host.ToolInfo) {
 }
 
 // failWith makes tool fail with code.
-func (f *fakeBackend) failWith(tool string, code sandbox.Code) {
+func (f *fakeBackend) failWith(tool string, code toolerr.Code) {
 	f.handle(tool, func(context.Context, []byte) (json.RawMessage, error) {
-		return nil, sandbox.Errorf(code, "the tool failed with %s", code)
+		return nil, toolerr.Errorf(code, "the tool failed with %s", code)
 	})
 }

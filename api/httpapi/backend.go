@@ -1,6 +1,6 @@
 package httpapi
 
-import "github.com/toolhost/toolhost/host/mcpserver"
+import "github.com/toolhost/toolhost/api/mcpserver"
 
 // Backend is what the HTTP API needs from the runtime: exactly what the MCP
 // server needs (the API serves /mcp from the same backend), so it is the

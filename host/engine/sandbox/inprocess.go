@@ -20,6 +20,8 @@ import (
 	"github.com/tetratelabs/wazero/api"
 	"github.com/tetratelabs/wazero/experimental"
 	"github.com/tetratelabs/wazero/sys"
+	"github.com/toolhost/toolhost/host/engine"
+	"github.com/toolhost/toolhost/host/toolerr"
 )
 
 // InProcess runs modules with extism/wazero inside the calling process. It
@@ -72,7 +74,7 @@ func (e *InProcess) forget(m *inProcessModule) {
 	e.warmMu.Unlock()
 }
 
-var _ Engine = (*InProcess)(nil)
+var _ engine.Engine = (*InProcess)(nil)
 
 // NewInProcess returns an engine. cacheDir, when not empty, holds the
 // compilation cache; it must be owned by the host and not writable by
@@ -106,7 +108,7 @@ const wasm32Pages = 65536
 // Compile implements Engine. Besides compiling, it instantiates the module
 // once, so that a module whose imports do not link or whose data segments
 // do not fit its memory is refused now rather than failing every call.
-func (e *InProcess) Compile(ctx context.Context, spec Spec) (Module, error) {
+func (e *InProcess) Compile(ctx context.Context, spec engine.Spec) (engine.Module, error) {
 	if err := Prevalidate(spec); err != nil {
 		return nil, err
 	}
@@ -137,7 +139,7 @@ func (e *InProcess) Compile(ctx context.Context, spec Spec) (Module, error) {
 	cp, err := extism.NewCompiledPlugin(cctx, manifest, extism.PluginConfig{RuntimeConfig: rc, EnableWasi: true}, hostFunctions(eg))
 	if err != nil {
 		files.close()
-		return nil, Errorf(CodeInvalidModule, "the module does not compile: %v", firstLine(err.Error()))
+		return nil, toolerr.Errorf(toolerr.CodeInvalidModule, "the module does not compile: %v", firstLine(err.Error()))
 	}
 	m := &inProcessModule{engine: e, spec: spec, compiled: cp, files: files, ready: make(chan *instance, 2)}
 	if err := m.firstInstance(ctx); err != nil {
@@ -149,7 +151,7 @@ func (e *InProcess) Compile(ctx context.Context, spec Spec) (Module, error) {
 
 type inProcessModule struct {
 	engine   *InProcess
-	spec     Spec
+	spec     engine.Spec
 	compiled *extism.CompiledPlugin
 	files    *readOnlyFiles
 	closeMu  sync.RWMutex
@@ -225,7 +227,7 @@ func (m *inProcessModule) firstInstance(ctx context.Context) error {
 	in, err := m.newInstance(ctx)
 	if err != nil {
 		msg := strings.TrimPrefix(firstLine(err.Error()), "instantiating module: ")
-		return Errorf(CodeInvalidModule, "the module cannot be instantiated: %s", msg)
+		return toolerr.Errorf(toolerr.CodeInvalidModule, "the module cannot be instantiated: %s", msg)
 	}
 	if !m.put(in) {
 		in.p.Close(context.Background())
@@ -323,7 +325,7 @@ func (m *inProcessModule) Call(ctx context.Context, export string, input []byte)
 	m.closeMu.RLock()
 	defer m.closeMu.RUnlock()
 	if m.closed {
-		return nil, Errorf(CodeUnavailable, "plugin %s was unloaded", m.spec.Name)
+		return nil, toolerr.Errorf(toolerr.CodeUnavailable, "plugin %s was unloaded", m.spec.Name)
 	}
 	if uint64(len(input)) > uint64(m.spec.Limits.MemoryPages)*65536 {
 		return nil, m.inputError(len(input))
@@ -359,13 +361,13 @@ func (m *inProcessModule) Call(ctx context.Context, export string, input []byte)
 		return nil, m.failure(ctx, g, err, stderr)
 	}
 	if g.badAccess != "" {
-		return nil, Errorf(CodePluginError, "the tool %s", g.badAccess)
+		return nil, toolerr.Errorf(toolerr.CodePluginError, "the tool %s", g.badAccess)
 	}
 	if rc != 0 {
 		if g.exhausted() {
 			return nil, m.memoryError(g, fmt.Sprintf("it returned error code %d", rc))
 		}
-		return nil, Errorf(CodePluginError, "the tool returned error code %d", rc)
+		return nil, toolerr.Errorf(toolerr.CodePluginError, "the tool returned error code %d", rc)
 	}
 	return m.output(g, out)
 }
@@ -379,15 +381,15 @@ func (m *inProcessModule) output(g *callGuard, out []byte) ([]byte, error) {
 	if g.outputSet && uint64(len(out)) != g.outputLen {
 		switch {
 		case g.outputLen > limit:
-			return nil, Errorf(CodeOutputTooLarge, "the tool tried to return %d bytes of output, the limit is %d", g.outputLen, limit)
+			return nil, toolerr.Errorf(toolerr.CodeOutputTooLarge, "the tool tried to return %d bytes of output, the limit is %d", g.outputLen, limit)
 		case g.exhausted():
 			return nil, m.memoryError(g, "its output did not fit")
 		default:
-			return nil, Errorf(CodePluginError, "the tool set its output to a range outside its memory (%d bytes at offset %#x)", g.outputLen, g.outputOffset)
+			return nil, toolerr.Errorf(toolerr.CodePluginError, "the tool set its output to a range outside its memory (%d bytes at offset %#x)", g.outputLen, g.outputOffset)
 		}
 	}
 	if uint64(len(out)) > limit {
-		return nil, Errorf(CodeOutputTooLarge, "the tool produced %d bytes of output, the limit is %d", len(out), limit)
+		return nil, toolerr.Errorf(toolerr.CodeOutputTooLarge, "the tool produced %d bytes of output, the limit is %d", len(out), limit)
 	}
 	if len(out) == 0 && g.exhausted() {
 		return nil, m.memoryError(g, "it returned no output")
@@ -395,23 +397,23 @@ func (m *inProcessModule) output(g *callGuard, out []byte) ([]byte, error) {
 	return out, nil
 }
 
-func (m *inProcessModule) inputError(n int) *Error {
-	return Errorf(CodeMemoryLimit, "the arguments (%d bytes) do not fit in the tool's memory (limit %s; the Extism runtime's own 16 pages count against it)", n, pagesText(m.spec.Limits.MemoryPages))
+func (m *inProcessModule) inputError(n int) *toolerr.Error {
+	return toolerr.Errorf(toolerr.CodeMemoryLimit, "the arguments (%d bytes) do not fit in the tool's memory (limit %s; the Extism runtime's own 16 pages count against it)", n, pagesText(m.spec.Limits.MemoryPages))
 }
 
-func (m *inProcessModule) memoryError(g *callGuard, what string) *Error {
-	return Errorf(CodeMemoryLimit, "the tool ran out of memory (%s; limit %s) and %s", g.exhaustion(), pagesText(m.spec.Limits.MemoryPages), what)
+func (m *inProcessModule) memoryError(g *callGuard, what string) *toolerr.Error {
+	return toolerr.Errorf(toolerr.CodeMemoryLimit, "the tool ran out of memory (%s; limit %s) and %s", g.exhaustion(), pagesText(m.spec.Limits.MemoryPages), what)
 }
 
 // failure turns an error from instantiating or running the module into an
 // *Error.
-func (m *inProcessModule) failure(ctx context.Context, g *callGuard, err error, stderr *cappedBuffer) *Error {
+func (m *inProcessModule) failure(ctx context.Context, g *callGuard, err error, stderr *cappedBuffer) *toolerr.Error {
 	spec := m.spec
 	if errors.Is(ctx.Err(), context.DeadlineExceeded) {
-		return Errorf(CodeTimeout, "the tool did not finish within %d ms", spec.Limits.TimeoutMS)
+		return toolerr.Errorf(toolerr.CodeTimeout, "the tool did not finish within %d ms", spec.Limits.TimeoutMS)
 	}
 	if ctx.Err() != nil {
-		return Errorf(CodeTimeout, "the call was cancelled")
+		return toolerr.Errorf(toolerr.CodeTimeout, "the call was cancelled")
 	}
 	msg := printable(truncateMsg(strings.TrimSuffix(firstLine(err.Error()), " (recovered by wazero)"), 1024))
 	guestErr := stderr.String()
@@ -425,27 +427,27 @@ func (m *inProcessModule) failure(ctx context.Context, g *callGuard, err error, 
 	case g.exhausted() && trapped:
 		return m.memoryError(g, "crashed ("+msg+")")
 	case trapped && oomSaid:
-		return Errorf(CodeMemoryLimit, "the tool ran out of memory (limit %s)%s", pagesText(spec.Limits.MemoryPages), tail(guestErr))
+		return toolerr.Errorf(toolerr.CodeMemoryLimit, "the tool ran out of memory (limit %s)%s", pagesText(spec.Limits.MemoryPages), tail(guestErr))
 	case g.badAccess != "":
-		return Errorf(CodePluginError, "the tool %s", g.badAccess)
+		return toolerr.Errorf(toolerr.CodePluginError, "the tool %s", g.badAccess)
 	case isExit:
-		return Errorf(CodePluginError, "the tool exited with code %d%s", exit.ExitCode(), tail(guestErr))
+		return toolerr.Errorf(toolerr.CodePluginError, "the tool exited with code %d%s", exit.ExitCode(), tail(guestErr))
 	case strings.Contains(msg, "unknown function"):
-		return Errorf(CodeInvalidModule, "the module does not export the tool's function")
+		return toolerr.Errorf(toolerr.CodeInvalidModule, "the module does not export the tool's function")
 	case strings.Contains(msg, "stack overflow"):
-		return Errorf(CodePluginError, "the tool crashed (stack overflow: its calls nested too deeply)%s", tail(guestErr))
+		return toolerr.Errorf(toolerr.CodePluginError, "the tool crashed (stack overflow: its calls nested too deeply)%s", tail(guestErr))
 	case trapped:
-		return Errorf(CodePluginError, "the tool crashed (%s)%s", msg, tail(guestErr))
+		return toolerr.Errorf(toolerr.CodePluginError, "the tool crashed (%s)%s", msg, tail(guestErr))
 	case strings.HasPrefix(msg, "could not ") || strings.Contains(msg, "instantiating "):
 		// A host function refused the guest's arguments (extism panics
 		// with "could not read/write value at offset").
-		return Errorf(CodePluginError, "the tool crashed (%s)", msg)
+		return toolerr.Errorf(toolerr.CodePluginError, "the tool crashed (%s)", msg)
 	}
 	// An error set by the guest with error_set: the tool's own message.
 	if g.exhausted() {
 		return m.memoryError(g, "failed: "+printable(truncateMsg(err.Error(), 1024)))
 	}
-	return Errorf(CodePluginError, "%s", printable(truncateMsg(err.Error(), 2048)))
+	return toolerr.Errorf(toolerr.CodePluginError, "%s", printable(truncateMsg(err.Error(), 2048)))
 }
 
 // printable makes guest-controlled text safe to show in logs, terminals
@@ -529,7 +531,7 @@ func (g *callGuard) reset() {
 	*g = callGuard{memLimit: g.memLimit, mems: g.mems, kernel: g.kernel}
 }
 
-func newCallGuard(spec Spec, inputLen int) *callGuard {
+func newCallGuard(spec engine.Spec, inputLen int) *callGuard {
 	return &callGuard{memLimit: uint64(spec.Limits.MemoryPages) * 65536, inputLen: uint64(inputLen)}
 }
 

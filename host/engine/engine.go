@@ -1,0 +1,62 @@
+// Package engine is the contract between the runtime (package host) and the
+// sandboxes that run plugin wasm: an Engine compiles a verified module once
+// and hands out a Module whose Call runs one export under the signed limits.
+//
+// Implementations: sandbox.InProcess (extism/wazero in this process, used
+// inside workers) and worker.Pool (supervised worker processes, what the host
+// uses). Both are pinned by one conformance suite, enginetest.Run.
+//
+// Contract every implementation keeps:
+//   - Compile prepares spec for calls, or refuses it with an *toolerr.Error
+//     (invalid_module, permission_denied for a grant that cannot be opened).
+//     It honours ctx: a compile whose ctx ends stops and returns.
+//   - Call runs export with input as its Extism input and returns the output,
+//     or an *toolerr.Error. Every call gets a fresh instance unless
+//     Spec.ReuseInstances. A call never outlives its deadline: the earlier of
+//     ctx's deadline and Limits.TimeoutMS (plus a short grace for killing a
+//     worker). A call whose ctx is cancelled ends with cancelled within
+//     ~100 ms and frees what it held.
+//   - Call and Close are safe for concurrent use; Close waits for nothing
+//     that could hang.
+package engine
+
+import (
+	"context"
+
+	"github.com/toolhost/toolhost/plugin"
+)
+
+// Spec is everything an engine needs to compile and run one plugin. Limits
+// are already effective (defaults filled in, host clamps applied).
+type Spec struct {
+	// Key identifies the module (the plugin digest); engines may cache by it.
+	Key         string
+	Name        string
+	Wasm        []byte
+	Limits      plugin.Limits
+	Permissions plugin.Permissions
+	// Exports are the functions the manifest's tools call.
+	Exports []string
+	// ReuseInstances lets calls run one after another in the same instance
+	// (the signed manifest's opt-in); otherwise every call gets a fresh one.
+	ReuseInstances bool
+	// AllowPrivateNetwork is the operator's explicit grant to reach
+	// loopback, private and link-local addresses (never the plugin's).
+	AllowPrivateNetwork bool
+}
+
+// Engine compiles modules. Implementations are safe for concurrent use.
+type Engine interface {
+	// Compile prepares spec for calls. It may take seconds for large modules
+	// (it should use a compilation cache).
+	Compile(ctx context.Context, spec Spec) (Module, error)
+	Close(ctx context.Context) error
+}
+
+// Module is a compiled plugin. Call is safe for concurrent use.
+type Module interface {
+	// Call runs export with input and returns its output, or an
+	// *toolerr.Error.
+	Call(ctx context.Context, export string, input []byte) ([]byte, error)
+	Close(ctx context.Context) error
+}
