@@ -1,0 +1,103 @@
+package host
+
+import (
+	"context"
+	"encoding/json"
+	"time"
+
+	"github.com/toolhost/toolhost/host/toolerr"
+	"github.com/toolhost/toolhost/plugin"
+	"github.com/toolhost/toolhost/signing"
+)
+
+// Entry names the front end a call came through. It is recorded with every
+// call (metrics, call log, audit).
+type Entry string
+
+// Entry points. Every one of them reaches the same pipeline (Host.Call).
+const (
+	EntryHTTP     Entry = "http"      // POST /v1/tools/{name}/call
+	EntryMCPHTTP  Entry = "mcp-http"  // /mcp
+	EntryMCPStdio Entry = "mcp-stdio" // toolhost mcp
+	EntryCLI      Entry = "cli"       // toolhost call
+	EntryGo       Entry = "go"        // the Go API, when the caller names nothing else
+)
+
+type entryKey struct{}
+
+// WithEntry labels ctx with the front end that started a call.
+func WithEntry(ctx context.Context, e Entry) context.Context {
+	return context.WithValue(ctx, entryKey{}, e)
+}
+
+// EntryOf returns the entry point ctx was labelled with, EntryGo if none.
+func EntryOf(ctx context.Context) Entry {
+	if e, ok := ctx.Value(entryKey{}).(Entry); ok && e != "" {
+		return e
+	}
+	return EntryGo
+}
+
+// CallInfo is what the pipeline knows about a call once its arguments are
+// validated; a Governor sees it.
+type CallInfo struct {
+	Entry   Entry
+	Tool    *plugin.Tool // the signed tool definition
+	Plugin  string
+	Version string
+	Digest  signing.Digest
+	// Arguments are the validated arguments JSON (a JSON object).
+	Arguments json.RawMessage
+}
+
+// Verdict is a Governor's answer before a call runs.
+type Verdict struct {
+	// Decision is recorded with the call: "allowed", "denied", "approved"
+	// (after an ask), ….
+	Decision string
+	// DecidedBy names what decided: "policy", "hook:PLUGIN", "operator",
+	// "mcp-client", ….
+	DecidedBy string
+	// Arguments, when not nil, replace the call's arguments; the pipeline
+	// validates them against the schema again.
+	Arguments json.RawMessage
+	// Waited is how long the decision waited for a person; it does not
+	// count against the tool's deadline.
+	Waited time.Duration
+}
+
+// Governor stands between argument validation and the sandbox (hooks,
+// approval policy). BeforeCall refuses a call with a *toolerr.Error whose
+// Code is toolerr.CodeDenied and whose message says who said no and why.
+// AfterCall may replace the result or deny it. Both are called for every
+// call of every entry point; nil Options.Governor allows everything.
+type Governor interface {
+	BeforeCall(ctx context.Context, c *CallInfo) (Verdict, error)
+	AfterCall(ctx context.Context, c *CallInfo, result json.RawMessage) (json.RawMessage, error)
+}
+
+// CallRecord is the account of one finished call, given to every
+// CallObserver (metrics, the call log, the audit log).
+type CallRecord struct {
+	Start    time.Time
+	Duration time.Duration // admission to answer
+	Queued   time.Duration // waiting for admission
+	Entry    Entry
+	Tool     string
+	Plugin   string // "" when the tool is unknown
+	Digest   signing.Digest
+	// ArgumentsSHA256 is the hex sha256 of the arguments as received.
+	ArgumentsSHA256 string
+	Decision        string // from the Verdict; "" when no Governor ran
+	DecidedBy       string
+	// Outcome is "" for success, else the error code (cancelled included).
+	Outcome toolerr.Code
+	Message string
+}
+
+// CallObserver receives every finished call. ObserveCall runs on the call's
+// path before the answer is returned (so an audit record is durable before
+// the caller sees the result); it must be quick and must not block.
+type CallObserver interface {
+	ObserveCall(ctx context.Context, r CallRecord)
+}
