@@ -3,9 +3,9 @@ package sandbox
 import (
 	"context"
 	"fmt"
-	"time"
 
 	"github.com/tetratelabs/wazero/experimental"
+	"github.com/toolhost/toolhost/host/engine"
 	"github.com/toolhost/toolhost/host/toolerr"
 )
 
@@ -18,8 +18,9 @@ func (m *inProcessModule) Call(ctx context.Context, export string, input []byte)
 	if uint64(len(input)) > uint64(m.spec.Limits.MemoryPages)*65536 {
 		return nil, m.inputError(len(input))
 	}
-	deadline := time.Duration(m.spec.Limits.TimeoutMS) * time.Millisecond
-	ctx, cancel := context.WithTimeout(ctx, deadline)
+	// Instantiating (when no instance is ready) counts against the call's
+	// budget as much as running it.
+	ctx, cancel := engine.Budget(ctx, m.spec.Limits.TimeoutMS)
 	defer cancel()
 
 	in, ierr := m.take(ctx)

@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/tetratelabs/wazero/sys"
+	"github.com/toolhost/toolhost/host/engine"
 	"github.com/toolhost/toolhost/host/toolerr"
 )
 
@@ -22,11 +23,13 @@ func (m *inProcessModule) memoryError(g *callGuard, what string) *toolerr.Error 
 // *Error.
 func (m *inProcessModule) failure(ctx context.Context, g *callGuard, err error, stderr *cappedBuffer) *toolerr.Error {
 	spec := m.spec
+	// wazero stops the module at a loop back-edge once ctx ends
+	// (WithCloseOnContextDone): the deadline passed or the caller left.
 	if errors.Is(ctx.Err(), context.DeadlineExceeded) {
-		return toolerr.Errorf(toolerr.CodeTimeout, "the tool did not finish within %d ms", spec.Limits.TimeoutMS)
+		return toolerr.Errorf(toolerr.CodeTimeout, "the tool did not finish within its deadline (timeout_ms %d, or the caller's earlier deadline); it was stopped", spec.Limits.TimeoutMS)
 	}
 	if ctx.Err() != nil {
-		return toolerr.Errorf(toolerr.CodeTimeout, "the call was cancelled")
+		return engine.Cancelled()
 	}
 	msg := printable(truncateMsg(strings.TrimSuffix(firstLine(err.Error()), " (recovered by wazero)"), 1024))
 	guestErr := stderr.String()

@@ -105,6 +105,9 @@ func (e *InProcess) Compile(ctx context.Context, spec engine.Spec) (engine.Modul
 	if err := Prevalidate(spec); err != nil {
 		return nil, err
 	}
+	if stopped := engine.Stopped(ctx, "the module was being compiled"); stopped != nil {
+		return nil, stopped
+	}
 	sum := sha256.Sum256(spec.Wasm)
 	lim := spec.Limits
 	manifest := extism.Manifest{
@@ -132,6 +135,11 @@ func (e *InProcess) Compile(ctx context.Context, spec engine.Spec) (engine.Modul
 	cp, err := extism.NewCompiledPlugin(cctx, manifest, extism.PluginConfig{RuntimeConfig: rc, EnableWasi: true}, hostFunctions(eg))
 	if err != nil {
 		files.close()
+		// wazero's compiler does not stop when ctx ends; an error after it
+		// ended is about ctx, not the module.
+		if stopped := engine.Stopped(ctx, "the module was being compiled"); stopped != nil {
+			return nil, stopped
+		}
 		return nil, toolerr.Errorf(toolerr.CodeInvalidModule, "the module does not compile: %v", firstLine(err.Error()))
 	}
 	m := &inProcessModule{engine: e, spec: spec, compiled: cp, files: files, ready: make(chan *instance, 2)}

@@ -6,7 +6,6 @@ import (
 	"crypto/rand"
 	"strings"
 	"sync"
-	"time"
 
 	extism "github.com/extism/go-sdk"
 	"github.com/tetratelabs/wazero"
@@ -95,11 +94,23 @@ func (m *inProcessModule) moduleConfig(stderr *cappedBuffer) wazero.ModuleConfig
 // firstInstance instantiates the module once, so that a module that
 // compiles but cannot instantiate is refused now; the instance, which has
 // run no call, is kept for the first call.
+//
+// Instantiating runs the module's start function. It gets the tool's
+// timeout: an instantiation that takes longer could never serve a call
+// (every fresh call instantiates). When ctx ends first (a call's deadline:
+// the host compiles on a plugin's first call; or its caller went away), it
+// is that call's timeout or cancellation, not a fault of the module.
 func (m *inProcessModule) firstInstance(ctx context.Context) error {
-	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	ictx, cancel := engine.Budget(ctx, m.spec.Limits.TimeoutMS)
 	defer cancel()
-	in, err := m.newInstance(ctx)
+	in, err := m.newInstance(ictx)
 	if err != nil {
+		if stopped := engine.Stopped(ctx, "the module was being instantiated"); stopped != nil {
+			return stopped
+		}
+		if ictx.Err() != nil {
+			return toolerr.Errorf(toolerr.CodeInvalidModule, "instantiating the module (its start function) took longer than the tool's timeout of %d ms", m.spec.Limits.TimeoutMS)
+		}
 		msg := strings.TrimPrefix(firstLine(err.Error()), "instantiating module: ")
 		return toolerr.Errorf(toolerr.CodeInvalidModule, "the module cannot be instantiated: %s", msg)
 	}
@@ -168,7 +179,9 @@ func (m *inProcessModule) refill() {
 		if m.closed || len(m.ready) > 0 {
 			return
 		}
-		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		// Bounded like firstInstance: a start function that spins does
+		// not keep a core busy in the background for long.
+		ctx, cancel := engine.Budget(context.Background(), m.spec.Limits.TimeoutMS)
 		defer cancel()
 		in, err := m.newInstance(ctx)
 		if err != nil {
