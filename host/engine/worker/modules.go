@@ -11,7 +11,10 @@ import (
 )
 
 // Compile loads the module into one worker, so that a module that does not
-// compile (or kills the worker while compiling) is refused now.
+// compile (or kills the worker while compiling) is refused now. Loading
+// honours ctx: its deadline (a call's, when the host compiles on a
+// plugin's first call) bounds it, and its cancellation stops it. Without a
+// deadline, compiling may take up to maxCompileTime (an install).
 func (p *Pool) Compile(ctx context.Context, spec engine.Spec) (engine.Module, error) {
 	s := spec
 	p.specs.Store(spec.Key, &s)
@@ -21,29 +24,29 @@ func (p *Pool) Compile(ctx context.Context, spec engine.Spec) (engine.Module, er
 	}
 	if err != nil {
 		p.specs.Delete(spec.Key)
-		var se *toolerr.Error
-		if errors.As(err, &se) {
-			return nil, se
-		}
-		return nil, toolerr.Errorf(toolerr.CodeInternal, "%v", err)
+		return nil, toolerr.As(err)
 	}
-	return &module{pool: p, spec: &s, slots: make(chan struct{}, max(1, p.opts.Workers-1))}, nil
+	return &module{pool: p, spec: &s}, nil
 }
 
 func (p *Pool) compileIn(ctx context.Context, spec *engine.Spec) error {
-	w, err := p.acquire(ctx, spec.Key)
+	w, err := p.acquire(ctx, spec.Name, spec.Key)
+	if errors.Is(err, errNoWorker) {
+		return waitError(ctx, ctx)
+	}
 	if err != nil {
 		return err
 	}
-	defer p.release(w)
-	return p.load(w, spec)
+	defer p.release(w, spec.Name)
+	return p.load(ctx, w, spec)
 }
 
 // maxCompileTime bounds loading (compiling and instantiating once) a module
-// in a worker.
+// in a worker when ctx has no deadline.
 const maxCompileTime = 2 * time.Minute
 
-func (p *Pool) load(w *proc, spec *engine.Spec) error {
+// load loads spec into w within ctx's deadline (or maxCompileTime).
+func (p *Pool) load(ctx context.Context, w *proc, spec *engine.Spec) error {
 	h := loadHeader{
 		Key: spec.Key, Name: spec.Name, MemoryPages: spec.Limits.MemoryPages, TimeoutMS: spec.Limits.TimeoutMS,
 		MaxOutput: spec.Limits.MaxOutputBytes, Hosts: spec.Permissions.AllowedHosts, Paths: spec.Permissions.AllowedPaths,
@@ -52,13 +55,21 @@ func (p *Pool) load(w *proc, spec *engine.Spec) error {
 	// Compiling a large module can take seconds (a Go guest: ~2 s on an
 	// idle core, much more on a loaded machine); a module that makes the
 	// compiler run away is stopped by the same watchdogs as a call.
-	rh, _, err := p.roundTrip(w, kindLoad, h, spec.Wasm, maxCompileTime, int(plugin.MaxOutputBytes))
+	kill := time.Now().Add(maxCompileTime)
+	deadline, bounded := ctx.Deadline()
+	if bounded {
+		h.BudgetMS = budgetMS(deadline)
+		kill = deadline.Add(p.opts.Grace)
+	}
+	rh, _, err := p.roundTrip(ctx, w, kindLoad, h, spec.Wasm, kill, int(plugin.MaxOutputBytes))
 	if err != nil {
-		if se := (*toolerr.Error)(nil); errors.As(err, &se) && se.Code == toolerr.CodeTimeout {
+		switch toolerr.CodeOf(err) {
+		case toolerr.CodeTimeout:
+			if bounded {
+				return toolerr.Errorf(toolerr.CodeTimeout, "the tool's deadline passed while its module was being loaded into a sandbox worker; it was stopped")
+			}
 			return toolerr.Errorf(toolerr.CodeInvalidModule, "compiling the module took too long")
-		}
-		var se *toolerr.Error
-		if errors.As(err, &se) && se.Code == toolerr.CodeMemoryLimit {
+		case toolerr.CodeMemoryLimit:
 			return toolerr.Errorf(toolerr.CodeInvalidModule, "compiling the module used too much memory")
 		}
 		return err
@@ -70,54 +81,53 @@ func (p *Pool) load(w *proc, spec *engine.Spec) error {
 	return nil
 }
 
+// budgetMS is the time left until deadline in whole milliseconds, at least 1.
+func budgetMS(deadline time.Time) uint32 {
+	return uint32(max(time.Until(deadline).Milliseconds(), 1))
+}
+
 type module struct {
-	pool  *Pool
-	spec  *engine.Spec
-	slots chan struct{} // this plugin's share of the workers
+	pool *Pool
+	spec *engine.Spec
 }
 
 // Call implements engine.Module.
-func (m *module) Call(ctx context.Context, export string, input []byte) ([]byte, error) {
-	select {
-	case m.slots <- struct{}{}:
-	case <-ctx.Done():
-		return nil, toolerr.Errorf(toolerr.CodeBusy, "plugin %s is already running in every sandbox worker it may use; retry shortly", m.spec.Name)
-	}
-	defer func() { <-m.slots }()
+func (m *module) Call(caller context.Context, export string, input []byte) ([]byte, error) {
+	ctx, cancel := engine.Budget(caller, m.spec.Limits.TimeoutMS)
+	defer cancel()
 	out, err := m.call(ctx, export, input)
 	if errors.Is(err, errNotDelivered) {
 		// The worker was gone before it read the request; another one
 		// can run it.
 		out, err = m.call(ctx, export, input)
 	}
+	if errors.Is(err, errNoWorker) {
+		err = waitError(caller, ctx)
+	}
 	if err != nil {
-		var se *toolerr.Error
-		if errors.As(err, &se) {
-			return nil, se
-		}
-		return nil, toolerr.Errorf(toolerr.CodeInternal, "%v", err)
+		return nil, toolerr.As(err)
 	}
 	return out, nil
 }
 
 func (m *module) call(ctx context.Context, export string, input []byte) ([]byte, error) {
 	p := m.pool
-	w, err := p.acquire(ctx, m.spec.Key)
+	w, err := p.acquire(ctx, m.spec.Name, m.spec.Key)
 	if err != nil {
 		return nil, err
 	}
-	defer p.release(w)
-	p.sweep(w)
+	defer p.release(w, m.spec.Name)
+	deadline, _ := ctx.Deadline() // engine.Budget set one
+	p.sweep(ctx, w, deadline)
 	if !w.loaded[m.spec.Key] {
-		if err := p.load(w, m.spec); err != nil {
+		if err := p.load(ctx, w, m.spec); err != nil {
 			return nil, err
 		}
 	}
-	deadline := time.Duration(m.spec.Limits.TimeoutMS)*time.Millisecond + p.opts.Grace
-	if d, ok := ctx.Deadline(); ok && time.Until(d) < deadline {
-		deadline = max(time.Until(d), time.Millisecond)
-	}
-	h, out, err := p.roundTrip(w, kindCall, callHeader{Key: m.spec.Key, Export: export, Measure: p.opts.MeasurePeakRSS}, input, deadline, int(m.spec.Limits.MaxOutputBytes))
+	// The worker stops the call itself at the deadline (its own clock,
+	// BudgetMS from now); the supervisor kills it a grace later.
+	hdr := callHeader{Key: m.spec.Key, Export: export, Measure: p.opts.MeasurePeakRSS, BudgetMS: budgetMS(deadline)}
+	h, out, err := p.roundTrip(ctx, w, kindCall, hdr, input, deadline.Add(p.opts.Grace), int(m.spec.Limits.MaxOutputBytes))
 	if err != nil {
 		return nil, err
 	}
@@ -127,19 +137,21 @@ func (m *module) call(ctx context.Context, export string, input []byte) ([]byte,
 	return out, nil
 }
 
-// Close forgets the module; workers drop it when they are replaced.
+// Close forgets the module; workers unload it before their next call
+// (sweep) and drop it when they are replaced.
 func (m *module) Close(ctx context.Context) error {
 	m.pool.specs.Delete(m.spec.Key)
 	return nil
 }
 
-// sweep unloads from w the modules that were closed since it last ran.
-func (p *Pool) sweep(w *proc) {
+// sweep unloads from w the modules that were closed since it last ran,
+// within the call's deadline.
+func (p *Pool) sweep(ctx context.Context, w *proc, deadline time.Time) {
 	for key := range w.loaded {
 		if _, live := p.specs.Load(key); live {
 			continue
 		}
-		if _, _, err := p.roundTrip(w, kindUnload, unloadHeader{Key: key}, nil, 5*time.Second, 0); err != nil {
+		if _, _, err := p.roundTrip(ctx, w, kindUnload, unloadHeader{Key: key}, nil, deadline.Add(p.opts.Grace), 0); err != nil {
 			return
 		}
 		delete(w.loaded, key)

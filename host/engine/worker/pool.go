@@ -7,9 +7,16 @@
 // sandbox-worker`), started before calls arrive, each running one call at a
 // time. The supervisor enforces what the worker cannot: at the deadline plus
 // a short grace it kills the worker, it kills a worker whose resident memory
-// passes the cap, it caps the worker's address space, and it replaces any
-// worker that dies. A killed call ends with a typed error; other calls and
-// the host are unaffected.
+// passes the cap, it kills the worker of a call whose caller went away, it
+// caps the worker's address space, and it replaces any worker that dies. A
+// killed call ends with a typed error; other calls and the host are
+// unaffected.
+//
+// A call's deadline (the earlier of its ctx's and the tool's timeout_ms)
+// covers everything: waiting for a worker, loading the module into a worker
+// that lacks it, instantiating it and running it. Workers are shared fairly
+// between plugins (see sched): a plugin with nothing running never waits
+// behind other plugins' calls while the pool may still grow.
 package worker
 
 import (
@@ -28,11 +35,15 @@ type Options struct {
 	// Command starts a worker: the executable and its arguments, e.g.
 	// {"/usr/bin/toolhost", "sandbox-worker", "--cache", DIR}.
 	Command []string
-	// Workers is the number of worker processes; 0 means 2. One plugin
-	// runs in at most Workers-1 of them at once (when there are two or
-	// more), so a slow or hostile plugin never holds every worker and other
-	// plugins' calls keep being answered.
+	// Workers is the number of worker processes kept running; 0 means 2.
+	// One plugin runs in at most all workers but one at once, so a slow or
+	// hostile plugin never holds every worker and other plugins' calls keep
+	// being answered.
 	Workers int
+	// MaxWorkers caps the pool when it grows for plugins that have nothing
+	// running while every worker is busy; 0 means Workers plus
+	// max(Workers, 2). Workers beyond Workers stop after a short idle time.
+	MaxWorkers int
 	// MaxRSSBytes kills a worker whose resident memory exceeds it during a
 	// call; 0 means 768 MiB.
 	MaxRSSBytes int64
@@ -51,7 +62,7 @@ type Options struct {
 type Pool struct {
 	opts  Options
 	log   *slog.Logger
-	idle  *idleSet
+	sched *sched
 	wg    sync.WaitGroup
 	ctx   context.Context
 	stop  context.CancelFunc
@@ -63,11 +74,6 @@ type Pool struct {
 	// nothing else; a proc's owner is described at type proc.
 	procsMu sync.Mutex
 	procs   map[*proc]struct{}
-
-	// lifeMu orders replace's wg.Add before Close's wg.Wait: once closing
-	// is set no replacement starts.
-	lifeMu  sync.Mutex
-	closing bool
 
 	started, killed, crashed atomic.Uint64
 	peakRSS                  atomic.Int64
@@ -122,6 +128,9 @@ func NewPool(ctx context.Context, opts Options) (*Pool, error) {
 	if opts.Workers <= 0 {
 		opts.Workers = 2
 	}
+	if opts.MaxWorkers < opts.Workers {
+		opts.MaxWorkers = opts.Workers + max(opts.Workers, 2)
+	}
 	if opts.MaxRSSBytes <= 0 {
 		opts.MaxRSSBytes = 768 << 20
 	}
@@ -136,29 +145,49 @@ func NewPool(ctx context.Context, opts Options) (*Pool, error) {
 		log = slog.New(slog.DiscardHandler)
 	}
 	pctx, stop := context.WithCancel(context.Background())
-	p := &Pool{opts: opts, log: log, idle: newIdleSet(opts.Workers), ctx: pctx, stop: stop, procs: map[*proc]struct{}{}}
+	p := &Pool{opts: opts, log: log, ctx: pctx, stop: stop, procs: map[*proc]struct{}{}}
+	p.sched = newSched(p)
 	for range opts.Workers {
 		w, err := p.start()
 		if err != nil {
 			p.Close(ctx)
 			return nil, err
 		}
-		p.idle.put(w)
+		p.sched.mu.Lock()
+		p.sched.live++
+		p.sched.putLocked(w)
+		p.sched.mu.Unlock()
 	}
+	p.wg.Add(1)
+	go p.retire()
 	return p, nil
 }
 
 // Close kills every worker, idle or busy, and waits (until ctx ends) for
 // the processes to exit. Calls in flight end with an error.
 func (p *Pool) Close(ctx context.Context) error {
-	p.lifeMu.Lock()
-	p.closing = true
-	p.lifeMu.Unlock()
+	s := p.sched
+	s.mu.Lock()
+	s.closed = true // no worker starts from now on (spawnLocked)
+	s.idle = nil
+	s.mu.Unlock()
 	p.stop()
+	// Killing every process first also ends starts in progress, so the
+	// wait below does not wait for startTimeout.
+	all := p.killAll()
 	p.wg.Wait()
-	p.idle.mu.Lock()
-	p.idle.procs = nil
-	p.idle.mu.Unlock()
+	all = append(all, p.killAll()...)
+	for _, w := range all {
+		select {
+		case <-w.dead:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+	return nil
+}
+
+func (p *Pool) killAll() []*proc {
 	p.procsMu.Lock()
 	all := make([]*proc, 0, len(p.procs))
 	for w := range p.procs {
@@ -168,12 +197,5 @@ func (p *Pool) Close(ctx context.Context) error {
 	for _, w := range all {
 		w.kill(killPoolClosing)
 	}
-	for _, w := range all {
-		select {
-		case <-w.dead:
-		case <-ctx.Done():
-			return ctx.Err()
-		}
-	}
-	return nil
+	return all
 }

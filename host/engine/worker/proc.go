@@ -77,9 +77,10 @@ type proc struct {
 	loaded map[string]bool
 	dead   chan struct{} // closed when the process has exited
 	reason atomic.Uint32 // a killReason, set once
-	// busy is set while a call holds the worker; replaced once a
-	// replacement has been started for it.
-	busy, replaced atomic.Bool
+	// dropped is set once the pool has stopped counting it (Pool.drop).
+	dropped atomic.Bool
+	// idleSince is when it last became idle (guarded by sched.mu).
+	idleSince time.Time
 }
 
 // startTimeout bounds how long a new worker may take to report ready.
@@ -110,7 +111,6 @@ func (p *Pool) start() (*proc, error) {
 	}
 	core := unix.Rlimit{}
 	_ = unix.Prlimit(cmd.Process.Pid, unix.RLIMIT_CORE, &core, nil)
-	w.busy.Store(true) // until it is first put in the idle set
 	p.started.Add(1)
 	p.procsMu.Lock()
 	p.procs[w] = struct{}{}
@@ -128,7 +128,8 @@ func (p *Pool) start() (*proc, error) {
 	return w, nil
 }
 
-// wait reaps w, counts a crash, and replaces w when it died while idle.
+// wait reaps w, counts a crash, and drops it from the pool (which starts a
+// replacement) at once, whether it was idle or busy.
 func (p *Pool) wait(w *proc) {
 	_ = w.cmd.Wait()
 	p.procsMu.Lock()
@@ -140,11 +141,7 @@ func (p *Pool) wait(w *proc) {
 		p.crashed.Add(1)
 	}
 	close(w.dead)
-	if crashed && !w.busy.Load() {
-		// It died while idle: replace it now rather than when a call
-		// finds it dead.
-		p.replace(w)
-	}
+	p.drop(w)
 }
 
 func (w *proc) killReason() killReason { return killReason(w.reason.Load()) }

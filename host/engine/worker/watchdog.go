@@ -1,6 +1,7 @@
 package worker
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -9,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/toolhost/toolhost/host/engine"
 	"github.com/toolhost/toolhost/host/toolerr"
 )
 
@@ -16,9 +18,17 @@ import (
 // which therefore never started it: the call may go to another worker.
 var errNotDelivered = errors.New("worker: request not delivered")
 
-// roundTrip sends one request and waits for the reply, killing the worker
-// if it takes longer than limit or its memory passes the cap.
-func (p *Pool) roundTrip(w *proc, kind byte, header any, body []byte, limit time.Duration, maxReply int) (replyHeader, []byte, error) {
+// roundTrip sends one request and waits for the reply. It is the watchdog of
+// that round trip: it kills the worker when no reply has come by kill (the
+// call's deadline plus grace: the worker stops the call itself at the
+// deadline, so this catches what it cannot stop, like loop-free code or a
+// spinning compiler), when its memory passes the cap, or at once when ctx
+// is cancelled (the caller went away: nobody waits for the answer, and the
+// call's worker and share must be free again).
+//
+// ctx ending by its deadline is not acted on here: the worker answers
+// timeout itself, or kill comes.
+func (p *Pool) roundTrip(ctx context.Context, w *proc, kind byte, header any, body []byte, kill time.Time, maxReply int) (replyHeader, []byte, error) {
 	type result struct {
 		f   frame
 		err error
@@ -32,8 +42,9 @@ func (p *Pool) roundTrip(w *proc, kind byte, header any, body []byte, limit time
 		f, err := readFrame(w.stdout, maxReply)
 		done <- result{f, err}
 	}()
-	timer := time.NewTimer(limit)
+	timer := time.NewTimer(time.Until(kill))
 	defer timer.Stop()
+	cancelled := ctx.Done()
 	tick := time.NewTicker(10 * time.Millisecond)
 	defer tick.Stop()
 	for {
@@ -65,6 +76,14 @@ func (p *Pool) roundTrip(w *proc, kind byte, header any, body []byte, limit time
 			w.kill(killDeadline)
 			<-done
 			return replyHeader{}, nil, toolerr.Errorf(toolerr.CodeTimeout, "the tool did not finish within its deadline; it was stopped")
+		case <-cancelled:
+			if !errors.Is(ctx.Err(), context.Canceled) {
+				cancelled = nil // the deadline: wait for the reply or kill
+				continue
+			}
+			w.kill(killCancelled)
+			<-done
+			return replyHeader{}, nil, engine.Cancelled()
 		case <-tick.C:
 			rss := residentBytes(w.cmd.Process.Pid)
 			p.notePeak(rss)
@@ -87,6 +106,8 @@ func (p *Pool) deathError(w *proc, err error) error {
 	head := w.stderr.Head()
 	tail := head + "\n" + w.stderr.String()
 	switch {
+	case reason == killCancelled:
+		return engine.Cancelled()
 	case reason == killDeadline:
 		return toolerr.Errorf(toolerr.CodeTimeout, "the tool did not finish within its deadline; it was stopped")
 	case reason == killMemory, strings.Contains(tail, "out of memory"), strings.Contains(tail, "cannot allocate memory"):
