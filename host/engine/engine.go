@@ -90,3 +90,23 @@ func Stopped(ctx context.Context, what string) *toolerr.Error {
 func Cancelled() *toolerr.Error {
 	return toolerr.Errorf(toolerr.CodeCancelled, "the caller went away; the call was stopped")
 }
+
+// Stats is a snapshot of an engine's capacity, for metrics.
+type Stats struct {
+	// Workers counts the sandboxes (worker processes) alive, Idle those
+	// of them waiting for a call.
+	Workers, Idle int
+	// Running counts the calls holding a worker, Waiting those waiting
+	// for one.
+	Running, Waiting int
+	// Started counts the workers started, Killed those the supervisor
+	// killed (deadline, memory, cancellation, protocol, retirement),
+	// Crashed those that died on their own.
+	Started, Killed, Crashed uint64
+}
+
+// StatsReporter is an optional interface of an Engine that can report its
+// capacity (worker.Pool does; the in-process engine has no fixed capacity).
+type StatsReporter interface {
+	EngineStats() Stats
+}

@@ -153,8 +153,12 @@ func TestWaitingCallEnds(t *testing.T) {
 	m := compile(t, p, enginetest.Spec("wait_one", plugin.Limits{TimeoutMS: 3000}))
 	hold, release := context.WithCancel(context.Background())
 	defer release()
-	go m.Call(hold, "loop", []byte(`{}`))
+	held := make(chan error, 1)
+	go func() { _, err := m.Call(hold, "loop", []byte(`{}`)); held <- err }()
 	time.Sleep(200 * time.Millisecond)
+	if st := p.EngineStats(); st.Running != 1 || st.Workers != 1 || st.Idle != 0 {
+		t.Fatalf("stats while one call spins on a one-worker pool: %+v", st)
+	}
 
 	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
 	defer cancel()
@@ -165,5 +169,12 @@ func TestWaitingCallEnds(t *testing.T) {
 	time.AfterFunc(100*time.Millisecond, cancel2)
 	if _, err := m.Call(ctx2, "echo", []byte(`{}`)); toolerr.CodeOf(err) != toolerr.CodeCancelled {
 		t.Fatalf("a waiting call whose caller went away: %v, want cancelled", err)
+	}
+	release()
+	if err := <-held; toolerr.CodeOf(err) != toolerr.CodeCancelled {
+		t.Fatalf("the spinning call, cancelled: %v", err)
+	}
+	if st := p.EngineStats(); st.Running != 0 || st.Waiting != 0 {
+		t.Fatalf("stats after every call ended: %+v", st)
 	}
 }

@@ -111,7 +111,9 @@ func (s *sched) growLocked() {
 			want++
 		}
 	}
-	if len(s.idle) == 0 && len(s.running) > 0 {
+	// A pool of one worker (a one-shot command) runs one call at a time:
+	// keeping a second one ready would be a wasted process start.
+	if len(s.idle) == 0 && len(s.running) > 0 && s.p.opts.Workers > 1 {
 		want++
 	}
 	for s.starting < want && s.live < s.p.opts.MaxWorkers && !s.closed {

@@ -106,6 +106,25 @@ func (p *Pool) Stats() Stats {
 	}
 }
 
+var _ engine.StatsReporter = (*Pool)(nil)
+
+// EngineStats implements engine.StatsReporter.
+func (p *Pool) EngineStats() engine.Stats {
+	st := p.Stats()
+	s := p.sched
+	s.mu.Lock()
+	idle, waiting := len(s.idle), len(s.waiters)
+	running := 0
+	for _, n := range s.running {
+		running += n
+	}
+	s.mu.Unlock()
+	return engine.Stats{
+		Workers: st.Workers, Idle: idle, Running: running, Waiting: waiting,
+		Started: st.Started, Killed: st.Killed, Crashed: st.Crashed,
+	}
+}
+
 // ResetPeakRSS starts a new peak measurement for Stats.PeakRSSBytes.
 func (p *Pool) ResetPeakRSS() { p.peakRSS.Store(0) }
 
