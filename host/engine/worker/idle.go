@@ -15,7 +15,7 @@ import (
 //
 // The rules (RATIONALE.md, "Fair workers"):
 //   - A call of a plugin that has nothing running (a "first" call) may take
-//     any idle worker, and is served before the other waiting calls.
+//     any idle worker, so it passes the waiting calls that may not.
 //   - A call of a plugin that already runs (a "more" call) may take an idle
 //     worker only while another one stays idle: one worker is kept for
 //     plugins with nothing running. So one plugin alone uses at most all
@@ -26,7 +26,8 @@ import (
 //     running waiting for a worker; workers beyond Workers retire after
 //     retireAfter idle.
 //
-// Calls wait in order of arrival, bounded by their deadline.
+// Calls that may take a worker get it in order of arrival; every call
+// waits at most until its deadline.
 type sched struct {
 	p *Pool
 	// mu guards everything below. A proc in idle belongs to the sched;
@@ -83,17 +84,15 @@ func (s *sched) takeLocked(plugin, key string) *proc {
 	return w
 }
 
-// dispatchLocked hands idle workers to the waiters that may take them:
-// first calls before the rest, each group oldest first. Then it grows the
-// pool for the first calls that still wait.
+// dispatchLocked hands idle workers to the waiters that may take them, in
+// order of arrival, then grows the pool for the first calls that still
+// wait. (While only the kept worker is idle, only a plugin with nothing
+// running may take it, whatever its place in the queue.)
 func (s *sched) dispatchLocked() {
-	for len(s.idle) > 0 && len(s.waiters) > 0 {
-		i := slices.IndexFunc(s.waiters, func(wt *waiter) bool { return s.running[wt.plugin] == 0 })
+	for len(s.idle) > 0 {
+		i := slices.IndexFunc(s.waiters, func(wt *waiter) bool { return s.mayTake(wt.plugin) })
 		if i < 0 {
-			if len(s.idle) <= reserve {
-				break
-			}
-			i = 0
+			break
 		}
 		wt := s.waiters[i]
 		s.waiters = slices.Delete(s.waiters, i, i+1)
