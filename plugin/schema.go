@@ -14,7 +14,12 @@ import (
 )
 
 // Schema is a compiled tool parameter schema.
-type Schema struct{ s *jsonschema.Schema }
+type Schema struct {
+	s *jsonschema.Schema
+	// costs[d] bounds the subschemas evaluated at one argument value of
+	// depth d (see analyseCost).
+	costs []int64
+}
 
 const schemaURL = "toolhost:///parameters.json"
 
@@ -41,6 +46,10 @@ func CompileSchema(raw json.RawMessage) (*Schema, error) {
 	if err := checkHidden(doc); err != nil {
 		return nil, err
 	}
+	costs, err := analyseCost(doc)
+	if err != nil {
+		return nil, err
+	}
 	c := jsonschema.NewCompiler()
 	c.UseLoader(noRemoteLoader{})
 	c.DefaultDraft(jsonschema.Draft2020)
@@ -51,7 +60,7 @@ func CompileSchema(raw json.RawMessage) (*Schema, error) {
 	if err != nil {
 		return nil, fmt.Errorf("not a valid schema: %v", err)
 	}
-	return &Schema{s: s}, nil
+	return &Schema{s: s, costs: costs}, nil
 }
 
 // checkRefs refuses $ref, $dynamicRef and $schema values that point outside
