@@ -46,10 +46,6 @@ func CompileSchema(raw json.RawMessage) (*Schema, error) {
 	if err := checkHidden(doc); err != nil {
 		return nil, err
 	}
-	costs, err := analyseCost(doc)
-	if err != nil {
-		return nil, err
-	}
 	c := jsonschema.NewCompiler()
 	c.UseLoader(noRemoteLoader{})
 	c.DefaultDraft(jsonschema.Draft2020)
@@ -59,6 +55,11 @@ func CompileSchema(raw json.RawMessage) (*Schema, error) {
 	s, err := c.Compile(schemaURL)
 	if err != nil {
 		return nil, fmt.Errorf("not a valid schema: %v", err)
+	}
+	// After compiling, so that a malformed schema is reported as such.
+	costs, err := analyseCost(doc)
+	if err != nil {
+		return nil, err
 	}
 	return &Schema{s: s, costs: costs}, nil
 }
