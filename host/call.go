@@ -88,8 +88,11 @@ type CallRecord struct {
 	Digest   signing.Digest
 	// ArgumentsSHA256 is the hex sha256 of the arguments as received.
 	ArgumentsSHA256 string
-	Decision        string // from the Verdict; "" when no Governor ran
-	DecidedBy       string
+	// Arguments are the arguments as received. They are the user's data:
+	// an observer keeps or logs them only when the operator asked for it.
+	Arguments json.RawMessage
+	Decision  string // from the Verdict; "" when no Governor ran
+	DecidedBy string
 	// Outcome is "" for success, else the error code (cancelled included).
 	Outcome toolerr.Code
 	Message string
