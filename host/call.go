@@ -32,10 +32,25 @@ func WithEntry(ctx context.Context, e Entry) context.Context {
 
 // EntryOf returns the entry point ctx was labelled with, EntryGo if none.
 func EntryOf(ctx context.Context) Entry {
-	if e, ok := ctx.Value(entryKey{}).(Entry); ok && e != "" {
+	if e, ok := LookupEntry(ctx); ok {
 		return e
 	}
 	return EntryGo
+}
+
+// LookupEntry returns the entry point ctx was labelled with, if any.
+func LookupEntry(ctx context.Context) (Entry, bool) {
+	e, ok := ctx.Value(entryKey{}).(Entry)
+	return e, ok && e != ""
+}
+
+// ParseEntry returns the Entry named s, if it is one.
+func ParseEntry(s string) (Entry, bool) {
+	switch e := Entry(s); e {
+	case EntryHTTP, EntryMCPHTTP, EntryMCPStdio, EntryCLI, EntryGo:
+		return e, true
+	}
+	return "", false
 }
 
 // CallInfo is what the pipeline knows about a call once its arguments are

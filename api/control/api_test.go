@@ -52,7 +52,7 @@ func newHost(t *testing.T) *host.Host {
 
 func echoBundle(t *testing.T, version string, signers ...signing.PrivateKey) *plugin.Bundle {
 	t.Helper()
-	wasm, err := os.ReadFile("../testdata/echo/echo.wasm")
+	wasm, err := os.ReadFile("../../host/testdata/echo/echo.wasm")
 	if err != nil {
 		t.Fatal(err)
 	}
