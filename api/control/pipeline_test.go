@@ -11,10 +11,8 @@ import (
 
 	"github.com/toolhost/toolhost/api/control"
 	"github.com/toolhost/toolhost/host"
-	"github.com/toolhost/toolhost/host/engine/sandbox"
 	"github.com/toolhost/toolhost/host/toolerr"
 	"github.com/toolhost/toolhost/plugin"
-	"github.com/toolhost/toolhost/store"
 )
 
 // recorder is a host.CallObserver that hands every record to a channel.
@@ -37,18 +35,7 @@ func (r *recorder) next(t *testing.T, within time.Duration) host.CallRecord {
 // allowed) on a control socket, and returns it with a client.
 func socketHost(t *testing.T, rec *recorder) (*host.Host, *control.Client) {
 	t.Helper()
-	st, err := store.Open(t.TempDir(), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	engine, err := sandbox.NewInProcess(t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
-	h, err := host.New(host.Options{Store: st, Engine: engine, AllowUnsigned: true, Observers: []host.CallObserver{rec}})
-	if err != nil {
-		t.Fatal(err)
-	}
+	h := newHostWith(t, host.Options{AllowUnsigned: true, Observers: []host.CallObserver{rec}})
 	dir, err := os.MkdirTemp("", "ctl")
 	if err != nil {
 		t.Fatal(err)
@@ -72,9 +59,6 @@ func socketHost(t *testing.T, rec *recorder) (*host.Host, *control.Client) {
 		cancel()
 		<-done
 		os.RemoveAll(dir)
-		h.Close()
-		engine.Close(context.Background())
-		st.Close()
 	})
 	return h, c
 }
