@@ -48,20 +48,18 @@ type InstallReport struct {
 // Installs are serialized with every other change: the trust, tool-name
 // and rollback checks run again inside the critical section that writes
 // the store, so of two concurrent installs whose tools collide exactly one
-// succeeds, and a version accepted after a higher one was is refused. Only
-// compiling the module (slow, and independent of what is installed) runs
-// outside it.
+// succeeds, and a version accepted after a higher one was is refused.
+// Compiling the module runs inside it too: wazero's shared compilation
+// cache miscounts concurrent compiles of the same module (wazero#2459) and
+// a concurrent install of identical wasm crashed the in-process engine.
 func (h *Host) Install(ctx context.Context, b *plugin.Bundle, opts InstallOptions) (InstallReport, error) {
-	if rep, err := h.checkInstall(b, opts); err != nil || rep.Unchanged {
-		return rep, err
-	}
-	if err := h.checkModule(ctx, b); err != nil {
-		return InstallReport{Name: b.Manifest().Name, Version: b.Manifest().Version, Digest: b.Digest()}, err
-	}
 	h.changeMu.Lock()
 	defer h.changeMu.Unlock()
 	rep, err := h.checkInstall(b, opts)
 	if err != nil || rep.Unchanged {
+		return rep, err
+	}
+	if err := h.checkModule(ctx, b); err != nil {
 		return rep, err
 	}
 	m := b.Manifest()
