@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/toolhost/toolhost/host"
 	"github.com/toolhost/toolhost/host/engine/sandbox"
@@ -46,7 +47,7 @@ func signed(t *testing.T, k signing.PrivateKey, manifest []byte) *plugin.Bundle 
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := b.AddSignature(signing.Sign(k, b.Digest(), signing.Signature{}.Expires)); err != nil {
+	if _, err := b.AddSignature(signing.Sign(k, b.Digest(), time.Time{})); err != nil {
 		t.Fatal(err)
 	}
 	return b
