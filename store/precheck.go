@@ -35,6 +35,31 @@ func checkTables(opts badger.Options) error {
 	return nil
 }
 
+// removeEmptyLogs deletes zero-length value-log and write-ahead-log files.
+// badger creates such a file and only then sizes it, so a kill in between
+// leaves an empty file that badger's next Open refuses ("Create a new
+// file"). An empty log holds no write, so nothing is lost.
+func removeEmptyLogs(dir string, log func(msg string, args ...any)) error {
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		return fmt.Errorf("store: %w", err)
+	}
+	for _, e := range ents {
+		if !e.Type().IsRegular() || !(strings.HasSuffix(e.Name(), ".vlog") || strings.HasSuffix(e.Name(), ".mem")) {
+			continue
+		}
+		fi, err := e.Info()
+		if err != nil || fi.Size() != 0 {
+			continue
+		}
+		if err := os.Remove(filepath.Join(dir, e.Name())); err != nil {
+			return fmt.Errorf("store: remove the empty log %s left by an interrupted write: %w", e.Name(), err)
+		}
+		log("store: removed an empty log file left by an interrupted write", "file", e.Name())
+	}
+	return nil
+}
+
 func checkTable(path string, opts badger.Options) (err error) {
 	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
 	defer func() {

@@ -85,6 +85,9 @@ func Open(dir string, log *slog.Logger) (st *Store, err error) {
 	if err := checkTables(opts); err != nil {
 		return nil, err
 	}
+	if err := removeEmptyLogs(dir, badgerLogger{log}.warn); err != nil {
+		return nil, err
+	}
 	db, err := openBadger(opts)
 	if err != nil {
 		if strings.Contains(err.Error(), "Cannot acquire directory lock") {
@@ -440,6 +443,11 @@ func (b badgerLogger) Errorf(f string, a ...any) {
 func (b badgerLogger) Warningf(f string, a ...any) {
 	if b.l != nil {
 		b.l.Warn("store: " + strings.TrimSpace(fmt.Sprintf(f, a...)))
+	}
+}
+func (b badgerLogger) warn(msg string, args ...any) {
+	if b.l != nil {
+		b.l.Warn(msg, args...)
 	}
 }
 func (badgerLogger) Infof(string, ...any)  {}
