@@ -68,7 +68,7 @@ func Open(dir string, log *slog.Logger) (st *Store, err error) {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, fmt.Errorf("store: %w", err)
 	}
-	if err := checkSpace(dir, 0); err != nil {
+	if err := checkFree(dir, minOpenFreeBytes); err != nil {
 		return nil, err
 	}
 	opts := badger.DefaultOptions(dir).
