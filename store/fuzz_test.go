@@ -75,6 +75,7 @@ func FuzzStoreFiles(f *testing.F) {
 func TestDamagedStoreFiles(t *testing.T) {
 	p := populate(t)
 	files := append(storeFiles(t, p.dir), "key", "seal")
+	n := 0
 	for _, file := range files {
 		size := 64
 		if fi, err := os.Stat(filepath.Join(p.dir, file)); err == nil {
@@ -83,10 +84,12 @@ func TestDamagedStoreFiles(t *testing.T) {
 		step := max(size/24, 1)
 		for off := 0; off < size; off += step {
 			damageAndRead(t, p, file, off, 0xff, -1)
+			n++
 		}
 		for _, cut := range []int{0, 1, size / 3, size / 2, size - 1} {
 			damageAndRead(t, p, file, 0, 0, cut)
+			n++
 		}
 	}
-	t.Logf("files: %v", files)
+	t.Logf("%d damaged stores from files %v", n, files)
 }
