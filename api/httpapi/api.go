@@ -230,48 +230,6 @@ func (a *API) healthz(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
 }
 
-type openAITool struct {
-	Type     string         `json:"type"`
-	Function openAIFunction `json:"function"`
-}
-
-type openAIFunction struct {
-	Name        string          `json:"name"`
-	Description string          `json:"description"`
-	Parameters  json.RawMessage `json:"parameters"`
-}
-
-type mcpTool struct {
-	Name        string          `json:"name"`
-	Description string          `json:"description"`
-	InputSchema json.RawMessage `json:"inputSchema"`
-}
-
-func (a *API) listTools(w http.ResponseWriter, r *http.Request) {
-	tools := a.b.Tools()
-	if tools == nil {
-		tools = []host.ToolInfo{} // [] rather than null
-	}
-	switch format := r.URL.Query().Get("format"); format {
-	case "":
-		writeJSON(w, http.StatusOK, map[string][]host.ToolInfo{"tools": tools})
-	case "openai":
-		out := make([]openAITool, len(tools))
-		for i, t := range tools {
-			out[i] = openAITool{"function", openAIFunction{t.Name, t.Description, t.Parameters}}
-		}
-		writeJSON(w, http.StatusOK, map[string][]openAITool{"tools": out})
-	case "mcp":
-		out := make([]mcpTool, len(tools))
-		for i, t := range tools {
-			out[i] = mcpTool{t.Name, t.Description, t.Parameters}
-		}
-		writeJSON(w, http.StatusOK, map[string][]mcpTool{"tools": out})
-	default:
-		writeError(w, toolerr.Errorf(CodeInvalidRequest, "unknown format %q: use format=openai, format=mcp, or no format", format))
-	}
-}
-
 func (a *API) listPlugins(w http.ResponseWriter, r *http.Request) {
 	plugins := a.b.Plugins()
 	if plugins == nil {
