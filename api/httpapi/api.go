@@ -143,6 +143,7 @@ func (a *API) routes() {
 
 	open("GET /healthz", a.healthz)
 	authed("GET /v1/tools", http.HandlerFunc(a.listTools))
+	authed("GET /openapi.json", http.HandlerFunc(a.openAPI))
 	authed("POST /v1/tools/{name}/call", http.HandlerFunc(a.callTool))
 	authed("GET /v1/plugins", http.HandlerFunc(a.listPlugins))
 	authed("GET /metrics", a.metrics.handler())
@@ -155,12 +156,12 @@ func (a *API) routes() {
 	mux.Handle("/healthz", a.guard(methodNotAllowed("GET, HEAD"), false))
 	for pattern, allow := range map[string]string{
 		"/v1/tools": "GET, HEAD", "/v1/tools/{name}/call": "POST",
-		"/v1/plugins": "GET, HEAD", "/metrics": "GET, HEAD",
+		"/v1/plugins": "GET, HEAD", "/metrics": "GET, HEAD", "/openapi.json": "GET, HEAD",
 	} {
 		authed(pattern, methodNotAllowed(allow))
 	}
 	authed("/", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		writeError(w, toolerr.Errorf(CodeNotFound, "no route %s %s; the API has GET /v1/tools, POST /v1/tools/{name}/call, GET /v1/plugins, GET /healthz, GET /metrics and /mcp", r.Method, r.URL.Path))
+		writeError(w, toolerr.Errorf(CodeNotFound, "no route %s %s; the API has GET /v1/tools, POST /v1/tools/{name}/call, GET /v1/plugins, GET /openapi.json, GET /healthz, GET /metrics and /mcp", r.Method, r.URL.Path))
 	}))
 	a.mux = mux
 }

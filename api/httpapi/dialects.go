@@ -50,6 +50,14 @@ func viewOf(t host.ToolInfo) toolView {
 	}
 }
 
+func viewsOf(tools []host.ToolInfo) []toolView {
+	views := make([]toolView, len(tools))
+	for i, t := range tools {
+		views[i] = viewOf(t)
+	}
+	return views
+}
+
 // dialect renders a tool list in one client's shape.
 type dialect struct {
 	name string
@@ -119,11 +127,7 @@ func (a *API) listTools(w http.ResponseWriter, r *http.Request) {
 		writeError(w, toolerr.Errorf(CodeInvalidRequest, "format=%s has no strict mode; strict=true works with %s", d.name, dialectNames(true)))
 		return
 	}
-	views := make([]toolView, len(tools))
-	for i, t := range tools {
-		views[i] = viewOf(t)
-	}
-	writeJSON(w, http.StatusOK, d.render(views, strict))
+	writeJSON(w, http.StatusOK, d.render(viewsOf(tools), strict))
 }
 
 // strictVerdict is one tool's line in strict_report.

@@ -194,6 +194,7 @@ func TestDialectsSamples(t *testing.T) {
 		})
 	}
 	t.Run("strict verdicts", func(t *testing.T) { checkStrictVerdicts(t, srv) })
+	t.Run("openapi.json", func(t *testing.T) { checkOpenAPI(t, srv, h) })
 }
 
 // checkStrictListing checks one tool of a strict listing: listed strict,
