@@ -236,3 +236,42 @@ func TestOpenAPIRoute(t *testing.T) {
 		t.Errorf("GET /openapi.json: %d %s", r.status, r.body)
 	}
 }
+
+// FuzzOpenAPIDocument: any tool schema either builds a document that
+// encodes as JSON, with every rewritten reference below its component, or
+// is refused; never a panic.
+func FuzzOpenAPIDocument(f *testing.F) {
+	for _, seed := range []string{
+		`{"type":"object"}`,
+		`{"type":"object","properties":{"a":{"$ref":"#/$defs/a"},"$ref":{"$ref":"#"}},"$defs":{"a":{"items":[{"$ref":"#/x"}]}}}`,
+		`{"type":"object","enum":[{"$ref":"#/keep"}],"allOf":[{"$dynamicRef":"#/d"}],"not":{"$ref":"#anchor"}}`,
+		`[1,{"$ref":"#"}]`, `"x"`, `{"a":`,
+	} {
+		f.Add([]byte(seed))
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		doc, err := openAPIDocument([]toolView{{Name: "t", Plugin: "p", Parameters: data, OutputSchema: data}}, "1", "http://127.0.0.1:1")
+		if err != nil {
+			if _, perr := decodeTree(data); perr == nil {
+				t.Fatalf("refused a schema that decodes: %v", err)
+			}
+			return
+		}
+		out, err := json.Marshal(doc)
+		if err != nil || !json.Valid(out) {
+			t.Fatalf("document does not encode: %v", err)
+		}
+		for _, key := range []string{"t.arguments", "t.result"} {
+			schema, _ := doc.members[len(doc.members)-1].value.(*object).get("schemas")
+			s, _ := schema.(*object).get(key)
+			walkSchemas(s, func(o *object) {
+				for _, k := range []string{"$ref", "$dynamicRef"} {
+					ref, _ := o.get(k)
+					if v, ok := ref.(string); ok && strings.HasPrefix(v, "#/") && !strings.HasPrefix(v, "#/components/schemas/"+key) {
+						t.Fatalf("%s: reference %q not rewritten below its component", key, v)
+					}
+				}
+			})
+		}
+	})
+}
