@@ -39,6 +39,8 @@ func (a *API) openAPI(w http.ResponseWriter, r *http.Request) {
 	}
 	doc, err := openAPIDocument(viewsOf(a.b.Tools()), a.opts.Version, scheme+"://"+r.Host)
 	if err != nil {
+		// Not for an installed tool: the manifest parser already refused
+		// duplicate keys and nesting deeper than decodeTree takes.
 		writeError(w, toolerr.Errorf(toolerr.CodeInternal, "cannot build the OpenAPI document: %v", err))
 		return
 	}
