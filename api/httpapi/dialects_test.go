@@ -76,7 +76,7 @@ func sampleHost(t *testing.T) *host.Host {
 		}
 		bundles = append(bundles, b)
 	}
-	return newHostWith(t, bundles...)
+	return newHostWith(t, host.Options{}, bundles...)
 }
 
 var (
