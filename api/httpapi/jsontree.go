@@ -47,25 +47,50 @@ func (o *object) set(key string, v any) {
 
 func (o *object) MarshalJSON() ([]byte, error) {
 	var buf bytes.Buffer
-	buf.WriteByte('{')
-	for i, m := range o.members {
-		if i > 0 {
-			buf.WriteByte(',')
-		}
-		k, err := json.Marshal(m.key)
-		if err != nil {
-			return nil, err
-		}
-		v, err := json.Marshal(m.value)
-		if err != nil {
-			return nil, err
-		}
-		buf.Write(k)
-		buf.WriteByte(':')
-		buf.Write(v)
+	if err := encodeTree(&buf, o); err != nil {
+		return nil, err
 	}
-	buf.WriteByte('}')
 	return buf.Bytes(), nil
+}
+
+// encodeTree writes v in one pass: encoding/json would re-check and
+// compact a nested MarshalJSON's output at every level.
+func encodeTree(buf *bytes.Buffer, v any) error {
+	switch v := v.(type) {
+	case *object:
+		buf.WriteByte('{')
+		for i, m := range v.members {
+			if i > 0 {
+				buf.WriteByte(',')
+			}
+			if err := encodeTree(buf, m.key); err != nil {
+				return err
+			}
+			buf.WriteByte(':')
+			if err := encodeTree(buf, m.value); err != nil {
+				return err
+			}
+		}
+		buf.WriteByte('}')
+	case []any:
+		buf.WriteByte('[')
+		for i, e := range v {
+			if i > 0 {
+				buf.WriteByte(',')
+			}
+			if err := encodeTree(buf, e); err != nil {
+				return err
+			}
+		}
+		buf.WriteByte(']')
+	default:
+		data, err := json.Marshal(v)
+		if err != nil {
+			return err
+		}
+		buf.Write(data)
+	}
+	return nil
 }
 
 // maxTreeDepth bounds nesting while decoding: a tool schema is bounded in

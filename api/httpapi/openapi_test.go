@@ -275,3 +275,27 @@ func FuzzOpenAPIDocument(f *testing.F) {
 		}
 	})
 }
+
+// BenchmarkOpenAPIDocument builds and encodes the document for 100 tools
+// with the fixture's lookup schema, as GET /openapi.json does per request.
+func BenchmarkOpenAPIDocument(b *testing.B) {
+	var m struct {
+		Tools []struct{ Parameters json.RawMessage }
+	}
+	if err := json.Unmarshal([]byte(fixtureManifest), &m); err != nil {
+		b.Fatal(err)
+	}
+	tools := make([]toolView, 100)
+	for i := range tools {
+		tools[i] = toolView{Name: "tool" + strconv.Itoa(i), Description: "d", Plugin: "p", Parameters: m.Tools[0].Parameters}
+	}
+	for b.Loop() {
+		doc, err := openAPIDocument(tools, "1", "http://127.0.0.1:7411")
+		if err != nil {
+			b.Fatal(err)
+		}
+		if _, err := json.Marshal(doc); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

@@ -279,3 +279,22 @@ func rewriteArgs(t *testing.T, args string, pointers []string, fn func(map[strin
 	out, _ := json.Marshal(v)
 	return string(out)
 }
+
+// BenchmarkStrictSchema converts the fixture's lookup schema (six
+// properties, nested object, array, $defs), as strict=true does per tool
+// and request.
+func BenchmarkStrictSchema(b *testing.B) {
+	var m struct {
+		Tools []struct{ Parameters json.RawMessage }
+	}
+	if err := json.Unmarshal([]byte(fixtureManifest), &m); err != nil {
+		b.Fatal(err)
+	}
+	params := m.Tools[0].Parameters
+	b.SetBytes(int64(len(params)))
+	for b.Loop() {
+		if _, err := strictSchema(params); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
