@@ -91,6 +91,9 @@ func strictSchema(raw json.RawMessage) (strictResult, error) {
 	if err != nil {
 		return strictResult{}, &strictError{why: "the schema is not valid JSON: " + err.Error()}
 	}
+	if o, ok := root.(*object); !ok || !isType(o, "object") {
+		return strictResult{}, &strictError{why: `the root must be an object schema ("type": "object"): strict mode takes a function's parameters as one object`}
+	}
 	c := &strictConv{root: root, optional: map[*object][]string{}}
 	out, err := c.schema(root, "", 1, true)
 	if err != nil {
@@ -527,6 +530,12 @@ func isObjectSchema(s *object, props *object) bool {
 		return slices.Contains(t, any("object"))
 	}
 	return false
+}
+
+// isType reports whether s says "type": name, exactly.
+func isType(s *object, name string) bool {
+	t, _ := s.get("type")
+	return t == name
 }
 
 func hasAny(s *object, keys ...string) bool {

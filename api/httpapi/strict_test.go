@@ -126,6 +126,9 @@ func TestStrictSchemaRefuses(t *testing.T) {
 		{"too deep", deep, "nested more than 10 levels deep"},
 		{"too many enum values", `{"type":"object","properties":{"e":{"type":"string","enum":[` + strings.Join(manyEnum, ",") + `]}},"required":["e"]}`, "more than 1000 enum values"},
 		{"not JSON", `{"type":"object",`, "the schema is not valid JSON"},
+		{"root not an object", `{"type":"string"}`, "the root must be an object schema"},
+		{"root nullable", `{"type":["object","null"]}`, "the root must be an object schema"},
+		{"root a reference", `{"$ref":"#/$defs/a","$defs":{"a":{"type":"object"}}}`, "the root must be an object schema"},
 		{"duplicate key", `{"type":"object","type":"string"}`, "duplicate key"},
 		{"bad pattern", `{"type":"object","properties":{"p":{"type":"string","pattern":"("}},"required":["p"]}`, "pattern is not a regular expression"},
 	} {
@@ -154,7 +157,7 @@ func FuzzStrictSchema(f *testing.F) {
 		`{"type":"object","properties":{"s":{"type":"string","pattern":"^a+$","format":"date"},"n":{"type":"number","multipleOf":0}}}`,
 		`{"type":"object","properties":{"$ref":{"type":"string","default":1}},"required":["$ref","$ref"]}`,
 		`{"type":"object","properties":{"o":{"type":["object","array"],"items":{"type":"string"},"properties":{}}}}`,
-		`[]`, `null`, `{"type":"object","additionalProperties":{}}`,
+		`[]`, `null`, `{"type":"object","additionalProperties":{}}`, `{"type":"string"}`, `{"enum":[1]}`,
 	} {
 		f.Add([]byte(seed))
 	}
