@@ -154,13 +154,9 @@ func (l *loaded) module(ctx context.Context, engine engine.Engine, allowPrivate 
 }
 
 func (l *loaded) spec(allowPrivate bool) engine.Spec {
-	exports := make([]string, len(l.manifest.Tools))
-	for i, t := range l.manifest.Tools {
-		exports[i] = t.Export
-	}
 	return engine.Spec{
 		Key: l.digest.String(), Name: l.name, Wasm: l.wasm,
-		Limits: l.manifest.Limits.Effective(), Permissions: l.manifest.Permissions, Exports: exports,
+		Limits: l.manifest.Limits.Effective(), Permissions: l.manifest.Permissions, Exports: l.manifest.Exports(),
 		AllowPrivateNetwork: allowPrivate, ReuseInstances: l.manifest.ReuseInstances,
 	}
 }
