@@ -88,8 +88,13 @@ type CallRecord struct {
 	Digest   signing.Digest
 	// ArgumentsSHA256 is the hex sha256 of the arguments as received.
 	ArgumentsSHA256 string
-	Decision        string // from the Verdict; "" when no Governor ran
-	DecidedBy       string
+	// Arguments are the arguments as received. Observers keep their values
+	// only when the operator asked (serve --log-arguments).
+	Arguments json.RawMessage
+	// Waited is how long the call waited for a person to approve it.
+	Waited    time.Duration
+	Decision  string // from the Verdict; "" when no Governor ran
+	DecidedBy string
 	// Outcome is "" for success, else the error code (cancelled included).
 	Outcome toolerr.Code
 	Message string
