@@ -75,13 +75,17 @@ func TestApprovalsTimeoutAndCallerGone(t *testing.T) {
 
 func TestApprovalsElicitation(t *testing.T) {
 	a := &Approvals{Timeout: time.Minute}
-	accept := func(ctx context.Context, p Pending) (Answer, error) { return Answer{Approve: true, Reason: "user said yes"}, nil }
+	accept := func(ctx context.Context, p Pending) (Answer, error) {
+		return Answer{Approve: true, Reason: "user said yes"}, nil
+	}
 	out, err := a.Ask(WithElicitor(context.Background(), accept), Pending{Tool: "t"})
 	if err != nil || !out.Approve || out.By != "mcp-client" {
 		t.Fatalf("elicitation accept: %+v %v", out, err)
 	}
 	// A client that cannot be asked leaves the decision to an operator.
-	unsupported := func(ctx context.Context, p Pending) (Answer, error) { return Answer{}, errors.New("client does not support elicitation") }
+	unsupported := func(ctx context.Context, p Pending) (Answer, error) {
+		return Answer{}, errors.New("client does not support elicitation")
+	}
 	done := make(chan Outcome)
 	go func() {
 		out, _ := a.Ask(WithElicitor(context.Background(), unsupported), Pending{Tool: "t"})
