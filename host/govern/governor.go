@@ -165,17 +165,17 @@ func (g *Governor) beforeCall(ctx context.Context, c *host.CallInfo) (host.Verdi
 			in, _ := json.Marshal(beforeInput{Tool: c.Tool.Name, Plugin: c.Plugin, Arguments: args, Entry: string(c.Entry)})
 			hv, err := g.runHook(ctx, h, in)
 			if err != nil {
-				v.DecidedBy = h.Name()
+				v.DecidedBy = hookName(h)
 				return v, err
 			}
 			if hv.deny != "" {
-				v.DecidedBy = h.Name()
-				return denied(v, "%s denied %s: %s", h.Name(), c.Tool.Name, hv.deny)
+				v.DecidedBy = hookName(h)
+				return denied(v, "%s denied %s: %s", hookName(h), c.Tool.Name, hv.deny)
 			}
 			if hv.arguments != nil {
 				args = hv.arguments
 				v.Arguments = args
-				v.DecidedBy += ", " + h.Name() + " rewrote the arguments"
+				v.DecidedBy += ", " + hookName(h) + " rewrote the arguments"
 			}
 		}
 	}
@@ -237,11 +237,11 @@ func (g *Governor) AfterCall(ctx context.Context, c *host.CallInfo, result json.
 			return nil, err
 		}
 		if hv.deny != "" {
-			return nil, toolerr.Errorf(toolerr.CodeDenied, "%s withheld the result of %s: %s", h.Name(), c.Tool.Name, hv.deny)
+			return nil, toolerr.Errorf(toolerr.CodeDenied, "%s withheld the result of %s: %s", hookName(h), c.Tool.Name, hv.deny)
 		}
 		if hv.result != nil {
 			if err := checkOutput(schema, hv.result); err != nil {
-				return nil, toolerr.Errorf(toolerr.CodeDenied, "%s rewrote the result of %s into one that does not match its output_schema (%v); the result is withheld", h.Name(), c.Tool.Name, err)
+				return nil, toolerr.Errorf(toolerr.CodeDenied, "%s rewrote the result of %s into one that does not match its output_schema (%v); the result is withheld", hookName(h), c.Tool.Name, err)
 			}
 			result = hv.result
 		}
@@ -286,13 +286,13 @@ func (g *Governor) runHook(ctx context.Context, h HookTarget, input []byte) (hoo
 	out, err := h.Call(ctx, h.Hook.Export, input)
 	if err != nil {
 		if ctx.Err() != nil {
-			return hookVerdict{}, toolerr.Errorf(toolerr.CodeCancelled, "the call ended while %s ran", h.Name())
+			return hookVerdict{}, toolerr.Errorf(toolerr.CodeCancelled, "the call ended while %s ran", hookName(h))
 		}
-		return hookVerdict{}, toolerr.Errorf(toolerr.CodeDenied, "%s failed (%v); the call is refused because hooks fail closed: fix or remove the policy plugin %s", h.Name(), err, h.Plugin)
+		return hookVerdict{}, toolerr.Errorf(toolerr.CodeDenied, "%s failed (%v); the call is refused because hooks fail closed: fix or remove the policy plugin %s", hookName(h), err, h.Plugin)
 	}
 	hv, err := parseAnswer(h.Hook.Event, out)
 	if err != nil {
-		return hookVerdict{}, toolerr.Errorf(toolerr.CodeDenied, "%s %v; the call is refused because hooks fail closed: fix or remove the policy plugin %s", h.Name(), err, h.Plugin)
+		return hookVerdict{}, toolerr.Errorf(toolerr.CodeDenied, "%s %v; the call is refused because hooks fail closed: fix or remove the policy plugin %s", hookName(h), err, h.Plugin)
 	}
 	return hv, nil
 }

@@ -2,11 +2,11 @@ package govern
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
 	"fmt"
 	"sort"
 
+	"github.com/toolhost/toolhost/host"
 	"github.com/toolhost/toolhost/internal/strictjson"
 	"github.com/toolhost/toolhost/plugin"
 )
@@ -15,19 +15,16 @@ import (
 // host).
 const MaxHookAnswerBytes = 4 << 20
 
-// HookTarget is one hook of an installed, verified policy plugin, with a
-// way to run its export sandboxed under that plugin's signed limits
-// (engine.Module.Call).
-type HookTarget struct {
-	Plugin string
-	Hook   plugin.Hook
-	Call   func(ctx context.Context, export string, input []byte) ([]byte, error)
-}
+// HookTarget is one hook of an installed policy plugin, with a way to run
+// its export sandboxed under that plugin's signed limits.
+type HookTarget = host.PolicyHook
 
-// Name is how errors and the audit log name the hook: "hook:PLUGIN/EXPORT".
-func (h HookTarget) Name() string { return "hook:" + h.Plugin + "/" + h.Hook.Export }
+// hookName is how errors and the audit log name a hook:
+// "hook:PLUGIN/EXPORT".
+func hookName(h HookTarget) string { return "hook:" + h.Plugin + "/" + h.Hook.Export }
 
-// HookSource lists the hooks of the installed policy plugins.
+// HookSource lists the hooks of the installed policy plugins
+// (Host.PolicyHooks).
 type HookSource func() []HookTarget
 
 // hooksFor returns the hooks of event that see tool, in ascending
