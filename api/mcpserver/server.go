@@ -196,7 +196,7 @@ func (s *Server) callTool(ctx context.Context, req *mcp.CallToolRequest) (*mcp.C
 	if req.Params == nil {
 		return errorResult(toolerr.Errorf(toolerr.CodeInvalidArguments, "tools/call needs params with a tool name")), nil
 	}
-	res, err := s.b.Call(ctx, req.Params.Name, req.Params.Arguments)
+	res, err := s.b.Call(withElicitation(ctx, req.Session), req.Params.Name, req.Params.Arguments)
 	if err != nil {
 		return errorResult(err), nil
 	}
