@@ -48,12 +48,19 @@ type globalOptions struct {
 	approvalTimeout time.Duration
 	logArguments    bool
 	// gov is the governance of the host this process opened (openHost).
-	gov    *governance
-	stdin  io.Reader
-	stdout io.Writer
-	stderr io.Writer
-	logger *slog.Logger
+	gov *governance
+	// admission and observers configure the host this process opens
+	// (serve sets them from its flags).
+	admission admissionFlags
+	observers []host.CallObserver
+	stdin     io.Reader
+	stdout    io.Writer
+	stderr    io.Writer
+	logger    *slog.Logger
 }
+
+// admissionFlags bound the calls the host admits at once (host.Options).
+type admissionFlags struct{ maxInFlight, maxPerPlugin, maxQueued int }
 
 // errModuleRefused means the sandbox would refuse a bundle's module.
 var errModuleRefused = errors.New("the sandbox would refuse this module")
@@ -253,7 +260,12 @@ func (g *globalOptions) openHost(ctx context.Context) (*host.Host, func(), error
 		st.Close()
 		return nil, nil, err
 	}
-	h, err := host.New(host.Options{Store: st, Engine: engine, Logger: g.logger, AllowUnsigned: g.allowUnsigned, AllowPrivateNetwork: g.allowPrivateNet})
+	h, err := host.New(host.Options{
+		Store: st, Engine: engine, Logger: g.logger, AllowUnsigned: g.allowUnsigned, AllowPrivateNetwork: g.allowPrivateNet,
+		MaxInFlight: g.admission.maxInFlight, MaxInFlightPerPlugin: g.admission.maxPerPlugin, MaxQueued: g.admission.maxQueued,
+		Observers: append(append([]host.CallObserver(nil), g.observers...), gv.rec),
+		Governor:  gv.gov,
+	})
 	if err != nil {
 		engine.Close(ctx)
 		gv.close()

@@ -28,7 +28,9 @@ var _ host.CallObserver = (*Recorder)(nil)
 // every later call is logged as unaudited.
 func (r *Recorder) ObserveCall(_ context.Context, c host.CallRecord) {
 	rec := Record{
-		Kind: KindCall, Time: c.Start, Entry: string(c.Entry), Tool: c.Tool, Plugin: c.Plugin,
+		// Time is when the record is written (the call's end), so records
+		// are in time order; the call started DurationMS before.
+		Kind: KindCall, Entry: string(c.Entry), Tool: c.Tool, Plugin: c.Plugin,
 		ArgumentsSHA256: c.ArgumentsSHA256, Decision: c.Decision, DecidedBy: c.DecidedBy,
 		Outcome: string(c.Outcome), Message: c.Message,
 		DurationMS: ms(c.Duration), WaitedMS: ms(c.Waited),

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"strings"
 	"sync"
 	"time"
 
@@ -129,7 +130,7 @@ func (g *Governor) recordDecision(p Pending, a Answer) {
 		action = "approval_approve"
 	}
 	if g.opts.Audit != nil {
-		if err := g.opts.Audit.Change(action, p.Tool, fmt.Sprintf("approval %s of %s call: %s", p.ID, p.Entry, a.Reason), a.By); err != nil {
+		if err := g.opts.Audit.Change(action, p.Tool, strings.TrimSuffix(fmt.Sprintf("approval %s of %s call: %s", p.ID, p.Entry, a.Reason), ": "), a.By); err != nil {
 			g.opts.Logger.Error("approval decision not audited", "id", p.ID, "err", err)
 		}
 	}
