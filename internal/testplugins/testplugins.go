@@ -149,3 +149,37 @@ func copyFile(from, to string) error {
 	}
 	return os.Rename(tmp, to)
 }
+
+var (
+	binOnce sync.Once
+	binPath string
+	binErr  error
+)
+
+// Toolhost builds cmd/toolhost once per test binary, into a temporary
+// directory, and returns the executable's path.
+func Toolhost(tb testing.TB) string {
+	tb.Helper()
+	binOnce.Do(func() {
+		r, err := RepoRoot()
+		if err != nil {
+			binErr = err
+			return
+		}
+		dir, err := os.MkdirTemp("", "toolhost-bin")
+		if err != nil {
+			binErr = err
+			return
+		}
+		binPath = filepath.Join(dir, "toolhost")
+		cmd := exec.Command("go", "build", "-o", binPath, "./cmd/toolhost")
+		cmd.Dir = r
+		if out, err := cmd.CombinedOutput(); err != nil {
+			binErr = fmt.Errorf("go build ./cmd/toolhost: %v\n%s", err, out)
+		}
+	})
+	if binErr != nil {
+		tb.Fatal(binErr)
+	}
+	return binPath
+}
