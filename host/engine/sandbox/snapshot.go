@@ -11,15 +11,16 @@ import (
 // limit bytes and keeps them, so the instance can be snapshotted and
 // reset. It is an experimental.MemoryAllocator.
 type imageAllocator struct {
-	limit uint64
-	mems  []*image
-	err   error // the first reservation that failed
+	limit   uint64
+	copyMax uint64 // see newImage; 0 restores every memory by discarding pages
+	mems    []*image
+	err     error // the first reservation that failed
 }
 
 // Allocate implements experimental.MemoryAllocator; a memory that cannot
 // be reserved is refused (wazero then fails the instantiation).
 func (a *imageAllocator) Allocate(_, _ uint64) experimental.LinearMemory {
-	im, err := newImage(a.limit)
+	im, err := newImage(a.limit, a.copyMax)
 	if err != nil {
 		if a.err == nil {
 			a.err = err

@@ -18,6 +18,11 @@ import (
 // zeros again. This is how wasmtime's copy-on-write memory images make a
 // used instance fresh.
 //
+// Small memories are restored by copying instead: on this project's CI
+// machine (a nested-virtualization microVM) a page fault costs 10-20 µs,
+// so three touched pages cost more to fault back in than copying 128 KiB
+// (RATIONALE.md, "Snapshots instead of fresh instances").
+//
 // An image implements experimental.LinearMemory; wazero keeps the slice
 // Reallocate returns, which stays valid across snapshot and reset because
 // both keep the mapping's address.
@@ -26,11 +31,18 @@ type image struct {
 	size     uint64 // the wasm memory's current size
 	snapSize uint64 // the size at snapshot; 0 before
 	fd       int    // the memfd holding the snapshot; -1 before
+	saved    []byte // the snapshot of a small memory, restored by copying
+	copyMax  uint64 // memories up to this size are restored by copying
 }
 
+// defaultCopyMax is the largest memory restored by copying rather than
+// by discarding pages.
+const defaultCopyMax = 256 << 10
+
 // newImage reserves limit bytes (rounded up to whole pages) of address
-// space; pages get memory only once touched.
-func newImage(limit uint64) (*image, error) {
+// space; pages get memory only once touched. A memory of up to copyMax
+// bytes at snapshot is restored by copying.
+func newImage(limit, copyMax uint64) (*image, error) {
 	n := pageAlign(limit)
 	if n == 0 || n > 1<<32 {
 		return nil, fmt.Errorf("sandbox: cannot reserve a linear memory of %d bytes", limit)
@@ -39,7 +51,7 @@ func newImage(limit uint64) (*image, error) {
 	if err != nil {
 		return nil, fmt.Errorf("sandbox: reserve %d bytes for a linear memory: %w", n, err)
 	}
-	return &image{mem: mem, fd: -1}, nil
+	return &image{mem: mem, fd: -1, copyMax: copyMax}, nil
 }
 
 func pageAlign(n uint64) uint64 {
@@ -72,8 +84,13 @@ func (im *image) Free() {
 // snapshot saves the memory's current contents as the state reset
 // returns to.
 func (im *image) snapshot() error {
-	if im.mem == nil || im.fd >= 0 {
+	if im.mem == nil || im.fd >= 0 || im.saved != nil {
 		return errors.New("sandbox: snapshot of a freed or already snapshotted memory")
+	}
+	if im.size <= im.copyMax {
+		im.saved = append(make([]byte, 0, im.size), im.mem[:im.size]...)
+		im.snapSize = im.size
+		return nil
 	}
 	n := pageAlign(im.size)
 	fd, err := unix.MemfdCreate("toolhost-memory-image", unix.MFD_CLOEXEC|unix.MFD_ALLOW_SEALING)
@@ -104,11 +121,15 @@ func (im *image) snapshot() error {
 // nothing) when the memory is not the size it had then: wazero tracks the
 // size too, and cannot shrink a memory.
 func (im *image) reset() error {
-	if im.fd < 0 {
+	if im.fd < 0 && im.saved == nil {
 		return errors.New("sandbox: reset of a memory without a snapshot")
 	}
 	if im.size != im.snapSize {
 		return fmt.Errorf("sandbox: the memory grew from %d to %d bytes", im.snapSize, im.size)
+	}
+	if im.saved != nil {
+		copy(im.mem[:im.size], im.saved)
+		return nil
 	}
 	if n := pageAlign(im.size); n > 0 {
 		return unix.Madvise(im.mem[:n], unix.MADV_DONTNEED)

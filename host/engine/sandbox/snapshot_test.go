@@ -15,7 +15,7 @@ import (
 
 // leakyInstance instantiates testdata/leaky.wasm, prepared for snapshots,
 // on image-backed memory, runs its (empty) init export and captures it.
-func leakyInstance(t testing.TB) (api.Module, *snapshotState) {
+func leakyInstance(t testing.TB, copyMax uint64) (api.Module, *snapshotState) {
 	t.Helper()
 	ctx := context.Background()
 	wasm, err := os.ReadFile("testdata/leaky.wasm")
@@ -31,7 +31,7 @@ func leakyInstance(t testing.TB) (api.Module, *snapshotState) {
 	}
 	rt := wazero.NewRuntime(ctx)
 	t.Cleanup(func() { rt.Close(ctx) })
-	alloc := &imageAllocator{limit: 8 * 65536}
+	alloc := &imageAllocator{limit: 8 * 65536, copyMax: copyMax}
 	mod, err := rt.InstantiateWithConfig(experimental.WithMemoryAllocator(ctx, alloc), p.wasm, wazero.NewModuleConfig().WithName(""))
 	if err != nil {
 		t.Fatal(err)
@@ -62,7 +62,13 @@ func callExport(t testing.TB, mod api.Module, name string) uint64 {
 // segment, fresh pages, the last page) or to its mutable globals is gone
 // after restore, call after call.
 func TestSnapshotNoStateSurvives(t *testing.T) {
-	mod, s := leakyInstance(t)
+	for name, copyMax := range map[string]uint64{"memfd": 0, "copy": defaultCopyMax} {
+		t.Run(name, func(t *testing.T) { testNoStateSurvives(t, copyMax) })
+	}
+}
+
+func testNoStateSurvives(t *testing.T, copyMax uint64) {
+	mod, s := leakyInstance(t, copyMax)
 	for i := range 3 {
 		if got := callExport(t, mod, "peek"); got != 0 {
 			t.Fatalf("round %d: peek = %05b before leak, want 0", i, got)
@@ -87,7 +93,7 @@ func TestSnapshotNoStateSurvives(t *testing.T) {
 // (wazero cannot shrink it): restore fails, and the caller throws the
 // instance away.
 func TestSnapshotRefusesGrownMemory(t *testing.T) {
-	mod, s := leakyInstance(t)
+	mod, s := leakyInstance(t, 0)
 	if got := callExport(t, mod, "grow"); got != 2 {
 		t.Fatalf("grow returned %d, want the old size 2", got)
 	}
@@ -159,7 +165,8 @@ func FuzzPrepareForSnapshot(f *testing.F) {
 // globals, then a restore, against a fresh instantiation per call.
 func BenchmarkSnapshotRestore(b *testing.B) {
 	for _, fn := range []string{"leak", "peek"} { // peek writes nothing
-		b.Run("restore-after-"+fn, func(b *testing.B) { benchRestore(b, fn) })
+		b.Run("memfd-after-"+fn, func(b *testing.B) { benchRestore(b, fn, 0) })
+		b.Run("copy-after-"+fn, func(b *testing.B) { benchRestore(b, fn, defaultCopyMax) })
 	}
 	b.Run("fresh-instance", func(b *testing.B) {
 		ctx := context.Background()
@@ -186,8 +193,8 @@ func BenchmarkSnapshotRestore(b *testing.B) {
 	})
 }
 
-func benchRestore(b *testing.B, fn string) {
-	mod, s := leakyInstance(b)
+func benchRestore(b *testing.B, fn string, copyMax uint64) {
+	mod, s := leakyInstance(b, copyMax)
 	f := mod.ExportedFunction(fn)
 	ctx := context.Background()
 	for b.Loop() {
