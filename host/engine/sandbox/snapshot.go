@@ -1,8 +1,12 @@
 package sandbox
 
 import (
+	"context"
+	"errors"
 	"fmt"
+	"slices"
 
+	extism "github.com/extism/go-sdk"
 	"github.com/tetratelabs/wazero/api"
 	"github.com/tetratelabs/wazero/experimental"
 )
@@ -76,5 +80,92 @@ func (s *snapshotState) restore() error {
 	for i, g := range s.globals {
 		g.Set(s.values[i])
 	}
+	return nil
+}
+
+// snapshotListeners adds, to the listeners of next, one on the reserved
+// init export of a prepared module: extism does not expose the main
+// module's api.Module, and this is how capture gets it. Only init calls
+// made by newResettable carry the slot the listener fills.
+type snapshotListeners struct {
+	next experimental.FunctionListenerFactory
+}
+
+func (f snapshotListeners) NewFunctionListener(def api.FunctionDefinition) experimental.FunctionListener {
+	if def.GoFunction() == nil && slices.Contains(def.ExportNames(), initExport) {
+		return initListener{}
+	}
+	if f.next != nil {
+		return f.next.NewFunctionListener(def)
+	}
+	return nil
+}
+
+type moduleSlotKey struct{}
+
+type initListener struct{}
+
+func (initListener) Before(ctx context.Context, mod api.Module, _ api.FunctionDefinition, _ []uint64, _ experimental.StackIterator) {
+	if slot, ok := ctx.Value(moduleSlotKey{}).(*api.Module); ok {
+		*slot = mod
+	}
+}
+
+func (initListener) After(context.Context, api.Module, api.FunctionDefinition, []uint64) {}
+
+func (initListener) Abort(context.Context, api.Module, api.FunctionDefinition, error) {}
+
+// resettable is an extism instance of a prepared module that is made
+// fresh again after every call by restoring its snapshot, taken after
+// instantiation and the guest runtime's initialization (a Go guest's
+// runtime start is then not on any call's path): its memories (the
+// module's and the Extism kernel's heap, which still holds earlier
+// inputs and outputs after the kernel's own reset), the module's mutable
+// globals, and extism's per-instance variables. The kernel's only
+// mutable global is the context reference extism sets itself.
+type resettable struct {
+	p     *extism.Plugin
+	state *snapshotState
+}
+
+// newResettable instantiates cp, compiled from prep.wasm with
+// snapshotListeners, on image-backed memories of limit bytes each, runs
+// the init export and captures the result.
+func newResettable(ctx context.Context, cp *extism.CompiledPlugin, prep *prepared, limit uint64, cfg extism.PluginInstanceConfig) (*resettable, error) {
+	alloc := &imageAllocator{limit: limit, copyMax: defaultCopyMax}
+	ctx = experimental.WithMemoryAllocator(ctx, alloc)
+	p, err := cp.Instance(ctx, cfg)
+	if err != nil {
+		for _, m := range alloc.mems {
+			m.Free()
+		}
+		return nil, err
+	}
+	var mod api.Module
+	rc, _, err := p.CallWithContext(context.WithValue(ctx, moduleSlotKey{}, &mod), initExport, nil)
+	if err == nil && rc != 0 {
+		err = fmt.Errorf("the init export returned %d", rc)
+	}
+	if err == nil && mod == nil {
+		err = errors.New("the init export ran unobserved")
+	}
+	var state *snapshotState
+	if err == nil {
+		state, err = capture(alloc, mod, prep.globals)
+	}
+	if err != nil {
+		p.Close(context.Background())
+		return nil, fmt.Errorf("sandbox: snapshot after initialization: %w", err)
+	}
+	return &resettable{p: p, state: state}, nil
+}
+
+// reset makes the instance fresh again. After an error the instance must
+// be closed, not used.
+func (r *resettable) reset() error {
+	if err := r.state.restore(); err != nil {
+		return err
+	}
+	clear(r.p.Var)
 	return nil
 }
