@@ -130,9 +130,12 @@ type resettable struct {
 
 // newResettable instantiates cp, compiled from prep.wasm with
 // snapshotListeners, on image-backed memories of limit bytes each, runs
-// the init export and captures the result.
-func newResettable(ctx context.Context, cp *extism.CompiledPlugin, prep *prepared, limit uint64, cfg extism.PluginInstanceConfig) (*resettable, error) {
-	alloc := &imageAllocator{limit: limit, copyMax: defaultCopyMax}
+// the init export and captures the result; memories of up to copyMax
+// bytes are restored by copying (see image). limit must be at least every
+// memory's declared minimum (Prevalidate holds those to the page limit):
+// wazero panics when the initial allocation is refused.
+func newResettable(ctx context.Context, cp *extism.CompiledPlugin, prep *prepared, limit, copyMax uint64, cfg extism.PluginInstanceConfig) (*resettable, error) {
+	alloc := &imageAllocator{limit: limit, copyMax: copyMax}
 	ctx = experimental.WithMemoryAllocator(ctx, alloc)
 	p, err := cp.Instance(ctx, cfg)
 	if err != nil {
