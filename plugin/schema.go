@@ -14,7 +14,12 @@ import (
 )
 
 // Schema is a compiled tool parameter schema.
-type Schema struct{ s *jsonschema.Schema }
+type Schema struct {
+	s *jsonschema.Schema
+	// costs[d] bounds the subschemas evaluated at one argument value of
+	// depth d (see analyseCost).
+	costs []int64
+}
 
 const schemaURL = "toolhost:///parameters.json"
 
@@ -51,7 +56,12 @@ func CompileSchema(raw json.RawMessage) (*Schema, error) {
 	if err != nil {
 		return nil, fmt.Errorf("not a valid schema: %v", err)
 	}
-	return &Schema{s: s}, nil
+	// After compiling, so that a malformed schema is reported as such.
+	costs, err := analyseCost(doc)
+	if err != nil {
+		return nil, err
+	}
+	return &Schema{s: s, costs: costs}, nil
 }
 
 // checkRefs refuses $ref, $dynamicRef and $schema values that point outside

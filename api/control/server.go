@@ -169,7 +169,13 @@ func Handler(api API, changes Watcher) http.Handler {
 			reply(w, nil, err)
 			return
 		}
-		res, err := api.Call(r.Context(), r.PathValue("name"), args)
+		// r.Context() ends when the client disconnects (Ctrl-C on
+		// `toolhost call`): the call is cancelled with it.
+		entry, ok := host.ParseEntry(r.Header.Get(entryHeader))
+		if !ok {
+			entry = host.EntryCLI
+		}
+		res, err := api.Call(host.WithEntry(r.Context(), entry), r.PathValue("name"), args)
 		reply(w, res, err)
 	})
 	mux.HandleFunc("GET /v1/trust", func(w http.ResponseWriter, r *http.Request) {

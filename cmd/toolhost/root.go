@@ -41,11 +41,18 @@ type globalOptions struct {
 	allowUnsigned   bool
 	workers         int
 	allowPrivateNet bool
-	stdin           io.Reader
-	stdout          io.Writer
-	stderr          io.Writer
-	logger          *slog.Logger
+	// admission and observers configure the host this process opens
+	// (serve sets them from its flags).
+	admission admissionFlags
+	observers []host.CallObserver
+	stdin     io.Reader
+	stdout    io.Writer
+	stderr    io.Writer
+	logger    *slog.Logger
 }
+
+// admissionFlags bound the calls the host admits at once (host.Options).
+type admissionFlags struct{ maxInFlight, maxPerPlugin, maxQueued int }
 
 // errModuleRefused means the sandbox would refuse a bundle's module.
 var errModuleRefused = errors.New("the sandbox would refuse this module")
@@ -236,7 +243,11 @@ func (g *globalOptions) openHost(ctx context.Context) (*host.Host, func(), error
 		st.Close()
 		return nil, nil, err
 	}
-	h, err := host.New(host.Options{Store: st, Engine: engine, Logger: g.logger, AllowUnsigned: g.allowUnsigned, AllowPrivateNetwork: g.allowPrivateNet})
+	h, err := host.New(host.Options{
+		Store: st, Engine: engine, Logger: g.logger, AllowUnsigned: g.allowUnsigned, AllowPrivateNetwork: g.allowPrivateNet,
+		MaxInFlight: g.admission.maxInFlight, MaxInFlightPerPlugin: g.admission.maxPerPlugin, MaxQueued: g.admission.maxQueued,
+		Observers: g.observers,
+	})
 	if err != nil {
 		engine.Close(ctx)
 		st.Close()
