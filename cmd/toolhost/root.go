@@ -137,7 +137,7 @@ policy, 4 tool call failed, 5 not found, 6 store busy.`,
 	pluginCmd.AddCommand(newPackCmd(g), newVerifyCmd(g), newInstallCmd(g), newListCmd(g), newInspectCmd(g), newRemoveCmd(g))
 	trustCmd := &cobra.Command{Use: "trust", Short: "Manage which curator keys are trusted"}
 	trustCmd.AddCommand(newTrustAddCmd(g), newTrustListCmd(g), newTrustRemoveCmd(g), newTrustRevokeCmd(g), newTrustUnrevokeCmd(g), newTrustPolicyCmd(g))
-	root.AddCommand(curatorCmd, pluginCmd, trustCmd, newCallCmd(g), newServeCmd(g), newMCPCmd(g), newWorkerCmd(g))
+	root.AddCommand(curatorCmd, pluginCmd, trustCmd, newCallCmd(g), newBenchCmd(g), newServeCmd(g), newMCPCmd(g), newWorkerCmd(g))
 	root.AddCommand(newPolicyCmd(g), newApprovalsCmd(g), newAuditCmd(g))
 	markUsageErrors(root)
 	return root
