@@ -4,7 +4,9 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"slices"
 	"sync"
@@ -139,6 +141,12 @@ func (e *InProcess) Compile(ctx context.Context, spec engine.Spec) (engine.Modul
 		// ended is about ctx, not the module.
 		if stopped := engine.Stopped(ctx, "the module was being compiled"); stopped != nil {
 			return nil, stopped
+		}
+		// wazero writes the compiled code to the cache inside
+		// CompileModule; a full disk there is not the module's fault.
+		var pe *fs.PathError
+		if errors.As(err, &pe) {
+			return nil, toolerr.Errorf(toolerr.CodeInternal, "could not write the compilation cache (%v): free disk space or remove the cache directory; the module itself was not judged", pe)
 		}
 		return nil, toolerr.Errorf(toolerr.CodeInvalidModule, "the module does not compile: %v", firstLine(err.Error()))
 	}
