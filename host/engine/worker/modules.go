@@ -75,15 +75,28 @@ func (p *Pool) load(ctx context.Context, w *proc, spec *engine.Spec) error {
 		return err
 	}
 	if rh.Code != "" {
+		if bounded && rh.Code == string(toolerr.CodeTimeout) {
+			// The worker stopped at the call's deadline, which has passed
+			// (budgetMS rounds up); let ctx show it too, so the caller
+			// does not take the timeout for a fault of the module.
+			select {
+			case <-ctx.Done():
+			case <-time.After(time.Until(deadline) + p.opts.Grace):
+			}
+		}
 		return &toolerr.Error{Code: toolerr.Code(rh.Code), Message: rh.Message}
 	}
 	w.loaded[spec.Key] = true
 	return nil
 }
 
-// budgetMS is the time left until deadline in whole milliseconds, at least 1.
+// budgetMS is the time left until deadline in milliseconds, rounded up
+// (at least 1): the worker's clock starts when it reads the request, so
+// its deadline falls after the caller's, and a timeout it reports is
+// always one the caller's ctx has seen too (the host does not keep a
+// compile error whose ctx ended).
 func budgetMS(deadline time.Time) uint32 {
-	return uint32(max(time.Until(deadline).Milliseconds(), 1))
+	return uint32(max((time.Until(deadline)+time.Millisecond-1)/time.Millisecond, 1))
 }
 
 type module struct {
