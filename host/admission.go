@@ -22,6 +22,11 @@ const (
 // queues in turn, so a plugin with a thousand waiting calls delays another
 // plugin's call by at most one turn. Only a full queue answers busy at once.
 //
+// A plugin with no call running is always admitted, even beyond maxAll:
+// otherwise two plugins whose calls spin until their deadline could hold
+// every slot, and a third plugin's call would wait for one of those
+// deadlines. So running exceeds maxAll by at most one call per plugin.
+//
 // Running here means admitted to the pipeline: the engine then shares its
 // workers among the admitted calls (fairly across plugins, see
 // host/engine).
@@ -78,7 +83,7 @@ var (
 // after a nil error.
 func (a *admission) admit(ctx context.Context, plugin string, front bool) (release func(), err error) {
 	a.mu.Lock()
-	if a.running < a.maxAll && a.perPlugin[plugin] < a.maxPlugin && len(a.queues[plugin]) == 0 {
+	if a.eligible(plugin) && len(a.queues[plugin]) == 0 {
 		// Every waiter that could run would already have been granted a
 		// slot when it freed, so nobody is overtaken here.
 		a.take(plugin)
@@ -150,14 +155,20 @@ func (a *admission) put(plugin string) {
 	}
 }
 
+// eligible says whether a call of plugin may start now; mu is held.
+func (a *admission) eligible(plugin string) bool {
+	n := a.perPlugin[plugin]
+	return n < a.maxPlugin && (a.running < a.maxAll || n == 0)
+}
+
 // dispatch grants free slots to waiters, one plugin's turn at a time.
 // mu is held.
 func (a *admission) dispatch() {
-	for a.running < a.maxAll && len(a.turn) > 0 {
+	for len(a.turn) > 0 {
 		granted := false
 		for i := 0; i < len(a.turn); i++ {
 			p := a.turn[i]
-			if a.perPlugin[p] >= a.maxPlugin {
+			if !a.eligible(p) {
 				continue
 			}
 			q := a.queues[p]
@@ -179,7 +190,7 @@ func (a *admission) dispatch() {
 			break
 		}
 		if !granted {
-			return // every waiting plugin is at its share
+			return // every waiting plugin is at its share, or no slot is free
 		}
 	}
 }

@@ -22,10 +22,19 @@ func admitted(t *testing.T, ch <-chan string) string {
 // Free slots go to the waiting plugins in turn, whatever the order and
 // number of their waiting calls.
 func TestAdmissionIsFairAcrossPlugins(t *testing.T) {
-	a := newAdmission(1, 1, 100)
-	hold, err := a.admit(context.Background(), "x", false)
-	if err != nil {
-		t.Fatal(err)
+	// Every plugin has a call running and every slot is taken, so each
+	// further call queues (a plugin with nothing running would be
+	// admitted at once).
+	a := newAdmission(4, 10, 100)
+	var hold func()
+	for _, p := range []string{"flood", "flood", "b", "c"} {
+		r, err := a.admit(context.Background(), p, false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if p == "flood" {
+			hold = r
+		}
 	}
 	grants := make(chan string, 20)
 	enqueue := func(p string) {
@@ -66,6 +75,30 @@ func TestAdmissionIsFairAcrossPlugins(t *testing.T) {
 	}
 	if pos["b"] > 2 || pos["c"] > 2 {
 		t.Fatalf("admission order %v: b and c waited behind the flood", order)
+	}
+}
+
+// Plugins that hold every slot do not hold off a plugin with nothing
+// running: its call is admitted at once (its second one waits).
+func TestAdmissionReservesForIdlePlugins(t *testing.T) {
+	a := newAdmission(2, 2, 10)
+	for range 2 {
+		if _, err := a.admit(context.Background(), "spin", false); err != nil {
+			t.Fatal(err)
+		}
+	}
+	release, err := a.admit(context.Background(), "benign", false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+	defer cancel()
+	if _, err := a.admit(ctx, "benign", false); !errors.Is(err, errGaveUp) {
+		t.Fatalf("a second call beyond the bound: %v, want to wait", err)
+	}
+	release()
+	if l := a.load(); l.Running != 2 {
+		t.Fatalf("load %+v", l)
 	}
 }
 
