@@ -73,8 +73,9 @@ func (a *admission) load() Load {
 // errQueueFull and errGaveUp are how admit fails; the pipeline words
 // the typed error (it knows the call's deadline and caller).
 var (
-	errQueueFull = errors.New("queue full")
-	errGaveUp    = errors.New("gave up waiting")
+	errQueueFull       = errors.New("queue full")
+	errPluginQueueFull = errors.New("plugin's queue full")
+	errGaveUp          = errors.New("gave up waiting")
 )
 
 // admit takes a slot for plugin, waiting until ctx ends. front puts the
@@ -90,9 +91,13 @@ func (a *admission) admit(ctx context.Context, plugin string, front bool) (relea
 		a.mu.Unlock()
 		return a.releaser(plugin), nil
 	}
-	if a.queued >= a.maxQueued || len(a.queues[plugin]) >= a.maxPerQ {
+	if a.queued >= a.maxQueued {
 		a.mu.Unlock()
 		return nil, errQueueFull
+	}
+	if len(a.queues[plugin]) >= a.maxPerQ {
+		a.mu.Unlock()
+		return nil, errPluginQueueFull
 	}
 	w := &waiter{plugin: plugin, ready: make(chan struct{})}
 	q := a.queues[plugin]
@@ -240,10 +245,12 @@ func (a *admission) waitIdle(ctx context.Context) error {
 func refusal(err error, caller context.Context, plugin string, waited time.Duration, a *admission) *toolerr.Error {
 	switch {
 	case errors.Is(err, errQueueFull):
-		return toolerr.Errorf(toolerr.CodeBusy, "toolhost is running %d calls and %d more are waiting (plugin %s: at most %d running); retry in a second", a.maxAll, a.maxQueued, plugin, a.maxPlugin)
+		return toolerr.Errorf(toolerr.CodeBusy, "toolhost is running all the calls it admits at once and %d more are waiting, its limit; retry in a second", a.maxQueued)
+	case errors.Is(err, errPluginQueueFull):
+		return toolerr.Errorf(toolerr.CodeBusy, "plugin %s is running %d calls, its share, and %d more are waiting, its limit; retry in a second", plugin, a.maxPlugin, a.maxPerQ)
 	case errors.Is(caller.Err(), context.Canceled):
 		return toolerr.Errorf(toolerr.CodeCancelled, "the caller cancelled the call while it waited %v for a free slot", waited.Round(time.Millisecond))
 	default:
-		return toolerr.Errorf(toolerr.CodeBusy, "the call waited %v, its whole deadline, for a free slot (plugin %s has %d calls running, its share); retry later", waited.Round(time.Millisecond), plugin, a.maxPlugin)
+		return toolerr.Errorf(toolerr.CodeBusy, "the call of plugin %s waited %v, its whole deadline, for a free slot (toolhost admits %d calls at once, %d of one plugin); retry later", plugin, waited.Round(time.Millisecond), a.maxAll, a.maxPlugin)
 	}
 }

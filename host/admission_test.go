@@ -128,7 +128,7 @@ func TestAdmissionBounds(t *testing.T) {
 	for a.load().Queued != 1 {
 		time.Sleep(time.Millisecond)
 	}
-	if _, err := a.admit(context.Background(), "p", false); !errors.Is(err, errQueueFull) {
+	if _, err := a.admit(context.Background(), "p", false); !errors.Is(err, errPluginQueueFull) {
 		t.Fatalf("p's queue full: %v", err)
 	}
 	r1()
