@@ -235,9 +235,12 @@ type openAIFunction struct {
 }
 
 type mcpTool struct {
-	Name        string          `json:"name"`
-	Description string          `json:"description"`
-	InputSchema json.RawMessage `json:"inputSchema"`
+	Name         string          `json:"name"`
+	Title        string          `json:"title,omitempty"`
+	Description  string          `json:"description"`
+	InputSchema  json.RawMessage `json:"inputSchema"`
+	OutputSchema json.RawMessage `json:"outputSchema,omitempty"`
+	Annotations  *mcpAnnotations `json:"annotations,omitempty"`
 }
 
 func (a *API) listTools(w http.ResponseWriter, r *http.Request) {
@@ -257,7 +260,7 @@ func (a *API) listTools(w http.ResponseWriter, r *http.Request) {
 	case "mcp":
 		out := make([]mcpTool, len(tools))
 		for i, t := range tools {
-			out[i] = mcpTool{t.Name, t.Description, t.Parameters}
+			out[i] = toMCPTool(t)
 		}
 		writeJSON(w, http.StatusOK, map[string][]mcpTool{"tools": out})
 	default:

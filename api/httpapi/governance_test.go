@@ -74,6 +74,11 @@ func TestGovernanceEndToEnd(t *testing.T) {
 	_, srv := serve(t, g.h, Options{Approvals: g.gov.Approvals(), AuditFile: g.log.Path()})
 	ctx := context.Background()
 
+	// ?format=mcp carries title, annotations and the output schema.
+	list := string(do(t, srv, "GET", "/v1/tools?format=mcp", "", "").body)
+	mustContain(t, list, `"name":"delete_note","title":"Delete a note"`, `"outputSchema":{"type":"object"`,
+		`"annotations":{"title":"Delete a note","readOnlyHint":false,"destructiveHint":true,"idempotentHint":true,"openWorldHint":false}`)
+
 	// A hook's deny reaches an HTTP and an MCP caller as denied, with its reason.
 	r := do(t, srv, "POST", "/v1/tools/fetch_url/call", `{"arguments":{"url":"https://blocked.example.com/a"}}`, "")
 	if r.status != 403 || r.errorCode() != "denied" || !strings.Contains(string(r.body), "hook:guard/check_fetch denied fetch_url: blocked.example.com is on the guard's block list") {
