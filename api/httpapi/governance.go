@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/toolhost/toolhost/api/control"
-	"github.com/toolhost/toolhost/host"
 	"github.com/toolhost/toolhost/host/audit"
 	"github.com/toolhost/toolhost/host/govern"
 	"github.com/toolhost/toolhost/host/toolerr"
@@ -86,24 +85,4 @@ func (a *API) listAudit(w http.ResponseWriter, r *http.Request) {
 		recs = []audit.Record{}
 	}
 	writeJSON(w, http.StatusOK, map[string]any{"records": recs})
-}
-
-// mcpAnnotations are MCP tool annotations; destructive and open-world are
-// always sent when the manifest has annotations (MCP defaults them to true).
-type mcpAnnotations struct {
-	Title           string `json:"title,omitempty"`
-	ReadOnlyHint    bool   `json:"readOnlyHint"`
-	DestructiveHint bool   `json:"destructiveHint"`
-	IdempotentHint  bool   `json:"idempotentHint"`
-	OpenWorldHint   bool   `json:"openWorldHint"`
-}
-
-// toMCPTool is a tool in the shape of MCP's tools/list (?format=mcp).
-func toMCPTool(t host.ToolInfo) mcpTool {
-	out := mcpTool{Name: t.Name, Description: t.Description, InputSchema: t.Parameters, OutputSchema: t.OutputSchema}
-	if a := t.Annotations; a != nil {
-		out.Title = a.Title
-		out.Annotations = &mcpAnnotations{Title: a.Title, ReadOnlyHint: a.ReadOnly, DestructiveHint: a.Destructive, IdempotentHint: a.Idempotent, OpenWorldHint: a.OpenWorld}
-	}
-	return out
 }
