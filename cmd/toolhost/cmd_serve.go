@@ -158,6 +158,7 @@ func (g *globalOptions) openLocalOwner(ctx context.Context) (control.Local, func
 		c.Close()
 		return control.Local{}, nil, fmt.Errorf("another toolhost process already serves this home (%s); stop it first or use another --home", g.home)
 	}
+	g.servesControl = true
 	h, closeHost, err := g.openHost(ctx)
 	if err != nil {
 		return control.Local{}, nil, err

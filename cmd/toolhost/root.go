@@ -49,6 +49,9 @@ type globalOptions struct {
 	logArguments    bool
 	// gov is the governance of the host this process opened (openHost).
 	gov *governance
+	// servesControl is set when this process serves the control socket
+	// (serve, mcp): only then can a call wait for an operator's approval.
+	servesControl bool
 	// admission and observers configure the host this process opens
 	// (serve sets them from its flags).
 	admission admissionFlags
