@@ -34,7 +34,7 @@ type prepared struct {
 	globals []string
 }
 
-var errNotPreparable = errors.New("the module already uses the reserved export prefix " + reservedPrefix)
+var errNotPreparable = fmt.Errorf("the module already exports a name beginning with the reserved %q", reservedPrefix)
 
 // prepareForSnapshot returns wasm with every defined mutable global
 // exported under globalExport+index and an empty function exported as
