@@ -1,7 +1,7 @@
 # toolhost — the Makefile mirrors CI (.ci/run calls `make test`).
 GO      ?= go
 BIN     := build/toolhost
-PLUGINS := time fs fetch
+PLUGINS := time fs fetch guard notes
 AS_PLUGINS := text
 GOFLAGS_TEST ?= -race -count=1 -timeout 8m
 FUZZTIME ?= 10s

@@ -61,6 +61,10 @@ type Options struct {
 	// MCPSessionTimeout ends an MCP session idle (no POST) this long; 0
 	// keeps sessions until the client ends them.
 	MCPSessionTimeout time.Duration
+	// Approvals, when set, serves GET /v1/approvals and POST
+	// /v1/approvals/{id}; AuditFile, when set, GET /v1/audit.
+	Approvals Approvals
+	AuditFile string
 }
 
 // API serves the host API. Create it with New, serve it with NewServer,
@@ -131,9 +135,11 @@ func (a *API) routes() {
 
 	open("GET /healthz", a.healthz)
 	authed("GET /v1/tools", http.HandlerFunc(a.listTools))
+	authed("GET /openapi.json", http.HandlerFunc(a.openAPI))
 	authed("POST /v1/tools/{name}/call", http.HandlerFunc(a.callTool))
 	authed("GET /v1/plugins", http.HandlerFunc(a.listPlugins))
 	authed("GET /metrics", a.metrics.handler())
+	a.governanceRoutes(authed)
 	authed("/mcp", a.capBody(a.mcp.Handler(mcpserver.HTTPOptions{
 		HostChecked:    true,
 		MaxBodyBytes:   a.opts.MaxBodyBytes,
@@ -143,12 +149,12 @@ func (a *API) routes() {
 	mux.Handle("/healthz", a.guard(methodNotAllowed("GET, HEAD"), false))
 	for pattern, allow := range map[string]string{
 		"/v1/tools": "GET, HEAD", "/v1/tools/{name}/call": "POST",
-		"/v1/plugins": "GET, HEAD", "/metrics": "GET, HEAD",
+		"/v1/plugins": "GET, HEAD", "/metrics": "GET, HEAD", "/openapi.json": "GET, HEAD",
 	} {
 		authed(pattern, methodNotAllowed(allow))
 	}
 	authed("/", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		writeError(w, toolerr.Errorf(CodeNotFound, "no route %s %s; the API has GET /v1/tools, POST /v1/tools/{name}/call, GET /v1/plugins, GET /healthz, GET /metrics and /mcp", r.Method, r.URL.Path))
+		writeError(w, toolerr.Errorf(CodeNotFound, "no route %s %s; the API has GET /v1/tools, POST /v1/tools/{name}/call, GET /v1/plugins, GET /v1/approvals, POST /v1/approvals/{id}, GET /v1/audit, GET /openapi.json, GET /healthz, GET /metrics and /mcp", r.Method, r.URL.Path))
 	}))
 	a.mux = mux
 }
@@ -216,48 +222,6 @@ func (a *API) authorized(r *http.Request) bool {
 
 func (a *API) healthz(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
-}
-
-type openAITool struct {
-	Type     string         `json:"type"`
-	Function openAIFunction `json:"function"`
-}
-
-type openAIFunction struct {
-	Name        string          `json:"name"`
-	Description string          `json:"description"`
-	Parameters  json.RawMessage `json:"parameters"`
-}
-
-type mcpTool struct {
-	Name        string          `json:"name"`
-	Description string          `json:"description"`
-	InputSchema json.RawMessage `json:"inputSchema"`
-}
-
-func (a *API) listTools(w http.ResponseWriter, r *http.Request) {
-	tools := a.b.Tools()
-	if tools == nil {
-		tools = []host.ToolInfo{} // [] rather than null
-	}
-	switch format := r.URL.Query().Get("format"); format {
-	case "":
-		writeJSON(w, http.StatusOK, map[string][]host.ToolInfo{"tools": tools})
-	case "openai":
-		out := make([]openAITool, len(tools))
-		for i, t := range tools {
-			out[i] = openAITool{"function", openAIFunction{t.Name, t.Description, t.Parameters}}
-		}
-		writeJSON(w, http.StatusOK, map[string][]openAITool{"tools": out})
-	case "mcp":
-		out := make([]mcpTool, len(tools))
-		for i, t := range tools {
-			out[i] = mcpTool{t.Name, t.Description, t.Parameters}
-		}
-		writeJSON(w, http.StatusOK, map[string][]mcpTool{"tools": out})
-	default:
-		writeError(w, toolerr.Errorf(CodeInvalidRequest, "unknown format %q: use format=openai, format=mcp, or no format", format))
-	}
 }
 
 func (a *API) listPlugins(w http.ResponseWriter, r *http.Request) {

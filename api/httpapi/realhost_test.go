@@ -39,14 +39,28 @@ func newRealHost(t testing.TB) *host.Host {
 // set here).
 func newRealHostWith(t testing.TB, opts host.Options) *host.Host {
 	t.Helper()
-	data, err := os.ReadFile(timeBundle)
+	return newHostWith(t, opts, readBundle(t, timeBundle))
+}
+
+// readBundle reads a bundle built by `make plugins`, skipping the test
+// when it has not been built.
+func readBundle(t testing.TB, path string) *plugin.Bundle {
+	t.Helper()
+	data, err := os.ReadFile(path)
 	if err != nil {
-		t.Skipf("no time plugin bundle (run `make plugins`): %v", err)
+		t.Skipf("no plugin bundle (run `make plugins`): %v", err)
 	}
 	bundle, err := plugin.DecodeBytes(data)
 	if err != nil {
 		t.Fatal(err)
 	}
+	return bundle
+}
+
+// newHostWith opens a host (in-process engine, dev mode, more options in
+// opts) over a fresh store with the bundles installed.
+func newHostWith(t testing.TB, opts host.Options, bundles ...*plugin.Bundle) *host.Host {
+	t.Helper()
 	dir := t.TempDir()
 	st, err := store.Open(filepath.Join(dir, "store"), nil)
 	if err != nil {
@@ -71,8 +85,10 @@ func newRealHostWith(t testing.TB, opts host.Options) *host.Host {
 			t.Errorf("close store: %v", err)
 		}
 	})
-	if _, err := h.Install(context.Background(), bundle, host.InstallOptions{}); err != nil {
-		t.Fatalf("install: %v", err)
+	for _, b := range bundles {
+		if _, err := h.Install(context.Background(), b, host.InstallOptions{}); err != nil {
+			t.Fatalf("install: %v", err)
+		}
 	}
 	return h
 }

@@ -16,6 +16,7 @@ import (
 	"github.com/toolhost/toolhost/api/control"
 	"github.com/toolhost/toolhost/api/httpapi"
 	"github.com/toolhost/toolhost/host"
+	"github.com/toolhost/toolhost/host/govern"
 	"github.com/toolhost/toolhost/host/observe"
 	"github.com/toolhost/toolhost/plugin"
 )
@@ -60,7 +61,8 @@ SIGINT/SIGTERM stop accepting requests and let running calls finish.`,
 	f.IntVar(&g.admission.maxQueued, "max-queued", 0, fmt.Sprintf("calls waiting for admission before answering busy (default %d)", host.DefaultMaxQueued))
 	f.BoolVar(&o.allowPrivateNet, "allow-private-network", false, "let plugins reach their granted hosts at loopback/private/link-local addresses")
 	f.IntVar(&g.workers, "workers", 0, "sandbox worker processes (default: twice the CPUs, at least 3); one plugin uses at most all but one")
-	f.BoolVar(&o.logArguments, "log-arguments", false, "include each call's arguments in its log line (they are the user's data: off by default)")
+	f.BoolVar(&o.logArguments, "log-arguments", false, "include each call's arguments in its log line and audit record (they are the user's data: off by default)")
+	f.DurationVar(&g.approvalTimeout, "approval-timeout", govern.DefaultApprovalTimeout, "how long a call whose policy is ask waits for a person before it is denied")
 	return cmd
 }
 
@@ -89,12 +91,16 @@ func (g *globalOptions) serve(ctx context.Context, o serveOptions) error {
 	// counted and logged like HTTP ones.
 	metrics := observe.NewMetrics()
 	g.observers = append(g.observers, metrics, observe.CallLog{Log: g.logger, Arguments: o.logArguments})
+	g.logArguments = o.logArguments
 	local, closeHost, err := g.openLocalOwner(ctx)
 	if err != nil {
 		return err
 	}
 	defer closeHost()
 	metrics.TrackLoad(local.H)
+	if err := metrics.Registry().Register(g.gov.gov.Collector()); err != nil {
+		return fmt.Errorf("governance metrics: %w", err)
+	}
 
 	ln, err := net.Listen("tcp", o.addr)
 	if err != nil {
@@ -111,6 +117,7 @@ func (g *globalOptions) serve(ctx context.Context, o serveOptions) error {
 	api, err := httpapi.New(local.H, httpapi.Options{
 		Token: token, AllowedHosts: allowed, Registry: metrics.Registry(),
 		Logger: g.logger, Version: version,
+		Approvals: g.gov.gov.Approvals(), AuditFile: g.gov.log.Path(),
 	})
 	if err != nil {
 		ln.Close()
@@ -165,7 +172,7 @@ func (g *globalOptions) openLocalOwner(ctx context.Context) (control.Local, func
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		if err := control.Serve(cctx, ln, local, h, g.logger); err != nil {
+		if err := control.Serve(cctx, ln, g.gov.governed(h, "cli"), h, g.logger); err != nil {
 			g.logger.Error("control socket stopped", "err", err)
 		}
 	}()
