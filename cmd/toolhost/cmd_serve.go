@@ -15,6 +15,8 @@ import (
 
 	"github.com/toolhost/toolhost/api/control"
 	"github.com/toolhost/toolhost/api/httpapi"
+	"github.com/toolhost/toolhost/host"
+	"github.com/toolhost/toolhost/host/watch"
 	"github.com/toolhost/toolhost/plugin"
 )
 
@@ -29,6 +31,7 @@ type serveOptions struct {
 	maxPerPlugin    int
 	allowPrivateNet bool
 	logArguments    bool
+	watchDir        string
 }
 
 func newServeCmd(g *globalOptions) *cobra.Command {
@@ -44,8 +47,15 @@ foreign Host or Origin header are refused (DNS-rebinding defence).
 
 While serve runs, the other toolhost commands (plugin install/remove/list,
 trust …, call, mcp) work through it, and changes are visible at once.
-SIGINT/SIGTERM stop accepting requests and let running calls finish.`,
-		Example: "  toolhost serve\n  toolhost serve --addr 127.0.0.1:8080\n  curl -H \"Authorization: Bearer $(cat ~/.toolhost/token)\" http://127.0.0.1:7411/v1/tools",
+SIGINT/SIGTERM stop accepting requests and let running calls finish.
+
+--watch DIR keeps DIR's signed bundles installed: a bundle copied in is
+verified and installed (its tools callable within about a second), a newer
+version upgrades — unless it grants new permissions: then it is refused with
+the changes in the log and waits for ` + "`toolhost plugin install --yes`" + ` —
+and a deleted bundle's plugin is removed. Bad bundles are refused with the
+reason in the log; everything else keeps serving.`,
+		Example: "  toolhost serve\n  toolhost serve --watch /srv/toolhost/plugins\n  toolhost serve --addr 127.0.0.1:8080\n  curl -H \"Authorization: Bearer $(cat ~/.toolhost/token)\" http://127.0.0.1:7411/v1/tools",
 		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return g.serve(cmd.Context(), o)
@@ -59,6 +69,7 @@ SIGINT/SIGTERM stop accepting requests and let running calls finish.`,
 	f.IntVar(&o.maxPerPlugin, "max-in-flight-per-plugin", 0, "calls of one plugin running at once before answering busy (default 16)")
 	f.BoolVar(&o.allowPrivateNet, "allow-private-network", false, "let plugins reach their granted hosts at loopback/private/link-local addresses")
 	f.IntVar(&g.workers, "workers", 0, "sandbox worker processes (default: twice the CPUs, at least 3); one plugin uses at most all but one")
+	f.StringVar(&o.watchDir, "watch", "", "install, upgrade and remove plugins from the signed bundles (*.plugin) in this directory")
 	f.BoolVar(&o.logArguments, "log-arguments", false, "include each call's arguments in its log line (they are the user's data: off by default)")
 	return cmd
 }
@@ -88,6 +99,13 @@ func (g *globalOptions) serve(ctx context.Context, o serveOptions) error {
 		return err
 	}
 	defer closeHost()
+	if o.watchDir != "" {
+		stopWatch, err := g.startWatch(ctx, local.H, o.watchDir)
+		if err != nil {
+			return err
+		}
+		defer stopWatch()
+	}
 
 	ln, err := net.Listen("tcp", o.addr)
 	if err != nil {
@@ -167,4 +185,17 @@ func (g *globalOptions) openLocalOwner(ctx context.Context) (control.Local, func
 		<-done
 		closeHost()
 	}, nil
+}
+
+// startWatch runs a watcher over dir until the returned stop is called.
+func (g *globalOptions) startWatch(ctx context.Context, h *host.Host, dir string) (stop func(), err error) {
+	w, err := watch.New(watch.Options{Dir: dir, Host: h, Logger: g.logger})
+	if err != nil {
+		return nil, err
+	}
+	wctx, cancel := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() { defer close(done); w.Run(wctx) }()
+	fmt.Fprintf(g.stdout, "watching %s for signed bundles (*.plugin)\n", dir)
+	return func() { cancel(); <-done }, nil
 }
