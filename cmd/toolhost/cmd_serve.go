@@ -32,6 +32,9 @@ type serveOptions struct {
 	allowPrivateNet bool
 	logArguments    bool
 	watchDir        string
+	// background, when set, runs beside the server on its host (the
+	// watcher, the dev loop) until the returned stop is called.
+	background func(ctx context.Context, h *host.Host) (stop func(), err error)
 }
 
 func newServeCmd(g *globalOptions) *cobra.Command {
@@ -58,6 +61,9 @@ reason in the log; everything else keeps serving.`,
 		Example: "  toolhost serve\n  toolhost serve --watch /srv/toolhost/plugins\n  toolhost serve --addr 127.0.0.1:8080\n  curl -H \"Authorization: Bearer $(cat ~/.toolhost/token)\" http://127.0.0.1:7411/v1/tools",
 		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if o.watchDir != "" {
+				o.background = func(ctx context.Context, h *host.Host) (func(), error) { return g.startWatch(ctx, h, o.watchDir) }
+			}
 			return g.serve(cmd.Context(), o)
 		},
 	}
@@ -99,12 +105,12 @@ func (g *globalOptions) serve(ctx context.Context, o serveOptions) error {
 		return err
 	}
 	defer closeHost()
-	if o.watchDir != "" {
-		stopWatch, err := g.startWatch(ctx, local.H, o.watchDir)
+	if o.background != nil {
+		stop, err := o.background(ctx, local.H)
 		if err != nil {
 			return err
 		}
-		defer stopWatch()
+		defer stop()
 	}
 
 	ln, err := net.Listen("tcp", o.addr)
