@@ -16,6 +16,7 @@ import (
 	"github.com/toolhost/toolhost/api/control"
 	"github.com/toolhost/toolhost/api/httpapi"
 	"github.com/toolhost/toolhost/host"
+	"github.com/toolhost/toolhost/host/observe"
 	"github.com/toolhost/toolhost/host/watch"
 	"github.com/toolhost/toolhost/plugin"
 )
@@ -27,8 +28,6 @@ type serveOptions struct {
 	addr            string
 	allowNonLocal   bool
 	allowedHosts    []string
-	maxInFlight     int
-	maxPerPlugin    int
 	allowPrivateNet bool
 	logArguments    bool
 	watchDir        string
@@ -71,8 +70,9 @@ reason in the log; everything else keeps serving.`,
 	f.StringVar(&o.addr, "addr", "127.0.0.1:7411", "listen address")
 	f.BoolVar(&o.allowNonLocal, "allow-non-loopback", false, "allow listening on a non-loopback address (exposes the API to the network)")
 	f.StringSliceVar(&o.allowedHosts, "allowed-host", nil, "extra Host names to accept (with --allow-non-loopback)")
-	f.IntVar(&o.maxInFlight, "max-in-flight", 0, "tool calls running at once before answering busy (default 64)")
-	f.IntVar(&o.maxPerPlugin, "max-in-flight-per-plugin", 0, "calls of one plugin running at once before answering busy (default 16)")
+	f.IntVar(&g.admission.maxInFlight, "max-in-flight", 0, fmt.Sprintf("tool calls admitted at once, over every entry point; more wait in a queue (default %d)", host.DefaultMaxInFlight))
+	f.IntVar(&g.admission.maxPerPlugin, "max-in-flight-per-plugin", 0, fmt.Sprintf("calls of one plugin admitted at once (default %d)", host.DefaultMaxInFlightPerPlugin))
+	f.IntVar(&g.admission.maxQueued, "max-queued", 0, fmt.Sprintf("calls waiting for admission before answering busy (default %d)", host.DefaultMaxQueued))
 	f.BoolVar(&o.allowPrivateNet, "allow-private-network", false, "let plugins reach their granted hosts at loopback/private/link-local addresses")
 	f.IntVar(&g.workers, "workers", 0, "sandbox worker processes (default: twice the CPUs, at least 3); one plugin uses at most all but one")
 	f.StringVar(&o.watchDir, "watch", "", "install, upgrade and remove plugins from the signed bundles (*.plugin) in this directory")
@@ -100,11 +100,17 @@ func (g *globalOptions) serve(ctx context.Context, o serveOptions) error {
 	if g.workers <= 0 {
 		g.workers = max(3, 2*runtime.NumCPU())
 	}
+	// The call metrics and log watch the host's pipeline, so calls from
+	// `toolhost call` and `toolhost mcp` through the control socket are
+	// counted and logged like HTTP ones.
+	metrics := observe.NewMetrics()
+	g.observers = append(g.observers, metrics, observe.CallLog{Log: g.logger, Arguments: o.logArguments})
 	local, closeHost, err := g.openLocalOwner(ctx)
 	if err != nil {
 		return err
 	}
 	defer closeHost()
+	metrics.TrackLoad(local.H)
 	if o.background != nil {
 		stop, err := o.background(ctx, local.H)
 		if err != nil {
@@ -126,8 +132,8 @@ func (g *globalOptions) serve(ctx context.Context, o serveOptions) error {
 		allowed = append(allowed, o.allowedHosts...)
 	}
 	api, err := httpapi.New(local.H, httpapi.Options{
-		Token: token, AllowedHosts: allowed, MaxInFlight: o.maxInFlight, MaxInFlightPerPlugin: o.maxPerPlugin,
-		Logger: g.logger, Version: version, LogArguments: o.logArguments,
+		Token: token, AllowedHosts: allowed, Registry: metrics.Registry(),
+		Logger: g.logger, Version: version,
 	})
 	if err != nil {
 		ln.Close()

@@ -42,11 +42,18 @@ type globalOptions struct {
 	allowUnsigned   bool
 	workers         int
 	allowPrivateNet bool
-	stdin           io.Reader
-	stdout          io.Writer
-	stderr          io.Writer
-	logger          *slog.Logger
+	// admission and observers configure the host this process opens
+	// (serve sets them from its flags).
+	admission admissionFlags
+	observers []host.CallObserver
+	stdin     io.Reader
+	stdout    io.Writer
+	stderr    io.Writer
+	logger    *slog.Logger
 }
+
+// admissionFlags bound the calls the host admits at once (host.Options).
+type admissionFlags struct{ maxInFlight, maxPerPlugin, maxQueued int }
 
 // errModuleRefused means the sandbox would refuse a bundle's module.
 var errModuleRefused = errors.New("the sandbox would refuse this module")
@@ -110,7 +117,7 @@ policy, 4 tool call failed, 5 not found, 6 store busy.`,
 				return err
 			}
 			g.home = abs
-			return nil
+			return g.checkHome()
 		},
 	}
 	root.PersistentFlags().StringVar(&g.home, "home", "", "toolhost home: store, trust data, caches, API token (env TOOLHOST_HOME, default ~/.toolhost)")
@@ -177,7 +184,10 @@ func exitCode(err error) int {
 		errors.Is(err, host.ErrInvalidModule), errors.Is(err, host.ErrToolConflict),
 		errors.Is(err, curator.ErrMalformedKeyFile), errors.Is(err, signing.ErrMalformedKey),
 		errors.Is(err, curator.ErrWrongPassphrase), errors.Is(err, errModuleRefused),
-		errors.Is(err, host.ErrWidening), errors.Is(err, authoring.ErrModule):
+		errors.Is(err, curator.ErrKeyFileExposed),
+		errors.Is(err, host.ErrWidening), errors.Is(err, store.ErrTampered),
+		errors.Is(err, control.ErrUntrustedSocket), errors.Is(err, errNotPrivate),
+		errors.Is(err, authoring.ErrModule):
 		return exitRefused
 	}
 	return exitError
@@ -192,6 +202,12 @@ func hintFor(err error) string {
 		return "another toolhost process (probably `toolhost serve`) holds the store; stop it, or point --home elsewhere"
 	case errors.Is(err, plugin.ErrInvalidBundle):
 		return "the bundle is damaged or was modified; get a fresh copy from its publisher"
+	case errors.Is(err, store.ErrTampered), errors.Is(err, store.ErrCorrupt):
+		return "toolhost will not run on a store it cannot trust: restore the home from a backup, or move the store aside and re-add the trusted keys"
+	case errors.Is(err, store.ErrNoSpace):
+		return "the disk holding the toolhost home is (nearly) full; nothing was written"
+	case errors.Is(err, control.ErrUntrustedSocket), errors.Is(err, errNotPrivate):
+		return "another local user may be impersonating toolhost; nothing was sent"
 	}
 	return ""
 }
@@ -205,9 +221,13 @@ func (g *globalOptions) openAPI(ctx context.Context) (control.API, func(), error
 	// little for it (or for a server's socket) before giving up.
 	deadline := time.Now().Add(5 * time.Second)
 	for {
-		if _, err := os.Stat(sock); err == nil {
-			if c, err := control.Dial(ctx, sock); err == nil {
+		if _, err := os.Lstat(sock); err == nil {
+			c, err := control.Dial(ctx, sock)
+			if err == nil {
 				return c, c.Close, nil
+			}
+			if errors.Is(err, control.ErrUntrustedSocket) {
+				return nil, nil, err
 			}
 		}
 		h, closeHost, err := g.openHost(ctx)
@@ -238,7 +258,11 @@ func (g *globalOptions) openHost(ctx context.Context) (*host.Host, func(), error
 		st.Close()
 		return nil, nil, err
 	}
-	h, err := host.New(host.Options{Store: st, Engine: engine, Logger: g.logger, AllowUnsigned: g.allowUnsigned, AllowPrivateNetwork: g.allowPrivateNet})
+	h, err := host.New(host.Options{
+		Store: st, Engine: engine, Logger: g.logger, AllowUnsigned: g.allowUnsigned, AllowPrivateNetwork: g.allowPrivateNet,
+		MaxInFlight: g.admission.maxInFlight, MaxInFlightPerPlugin: g.admission.maxPerPlugin, MaxQueued: g.admission.maxQueued,
+		Observers: g.observers,
+	})
 	if err != nil {
 		engine.Close(ctx)
 		st.Close()
