@@ -10,7 +10,10 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/toolhost/toolhost/host"
+	"github.com/toolhost/toolhost/host/engine/sandbox"
 	"github.com/toolhost/toolhost/plugin"
+	"github.com/toolhost/toolhost/store"
 )
 
 func TestInitRefusesBadInput(t *testing.T) {
@@ -122,5 +125,30 @@ func checkBuilt(t *testing.T, res BuildResult, dir string) {
 	}
 	if err := Check(b); err != nil {
 		t.Errorf("built bundle fails the check: %v", err)
+	}
+	// The built tool answers through a real host and sandbox, and its
+	// error path reaches the caller as the plugin's message.
+	st, err := store.Open(t.TempDir(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	eng, err := sandbox.NewInProcess(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	h, err := host.New(host.Options{Store: st, Engine: eng, AllowUnsigned: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { h.Close(); eng.Close(context.Background()); st.Close() }()
+	if _, err := h.Install(context.Background(), b, host.InstallOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	out, err := h.Call(context.Background(), "greet", []byte(`{"name":"Ada \"Q\""}`))
+	if err != nil || string(out) != `{"greeting":"Hello, Ada \"Q\"!"}` {
+		t.Errorf("greet: %s, %v", out, err)
+	}
+	if _, err := h.Call(context.Background(), "greet", []byte(`{"name":""}`)); err == nil {
+		t.Error("greet accepted an empty name (the schema's minLength should refuse it)")
 	}
 }
