@@ -173,7 +173,8 @@ func (w *Watcher) install(ctx context.Context, file string, st *fileState) {
 			"changes", changesText(rep.Changes), "do", fmt.Sprintf("review, then run: toolhost plugin install --yes %s", path))
 		return
 	case err != nil:
-		log.Error("watch: refused bundle", "plugin", m.Name, "version", m.Version, "reason", err.Error())
+		log.Error("watch: refused bundle", "plugin", m.Name, "version", m.Version, "reason", err.Error(),
+			"do", "fix the cause (e.g. trust the signer), then replace or touch the file to retry")
 		return
 	}
 	st.plugin = m.Name
