@@ -101,7 +101,7 @@ func TestWatchedDirectory(t *testing.T) {
 
 	dir := t.TempDir()
 	var logs syncBuffer
-	w, err := watch.New(watch.Options{Dir: dir, Host: h, Logger: slog.New(slog.NewTextHandler(&logs, nil)), })
+	w, err := watch.New(watch.Options{Dir: dir, Host: h, Logger: slog.New(slog.NewTextHandler(&logs, nil))})
 	if err != nil {
 		t.Fatal(err)
 	}
