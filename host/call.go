@@ -106,6 +106,9 @@ type CallRecord struct {
 	// Arguments are the arguments as received. They are the user's data:
 	// an observer keeps or logs them only when the operator asked for it.
 	Arguments json.RawMessage
+	// Waited is how long the call waited for a person to approve it (from
+	// the Verdict); it is not part of the tool's deadline.
+	Waited    time.Duration
 	Decision  string // from the Verdict; "" when no Governor ran
 	DecidedBy string
 	// Outcome is "" for success, else the error code (cancelled included).

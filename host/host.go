@@ -253,6 +253,10 @@ type ToolInfo struct {
 	Parameters  json.RawMessage `json:"parameters"`
 	Plugin      string          `json:"plugin"`
 	Version     string          `json:"version"`
+	// Optional, as signed (see plugin.Tool).
+	OutputSchema  json.RawMessage     `json:"output_schema,omitempty"`
+	Annotations   *plugin.Annotations `json:"annotations,omitempty"`
+	NeedsApproval bool                `json:"needs_approval,omitempty"`
 }
 
 // Tools lists the tools of every available plugin, sorted by name.
@@ -268,6 +272,7 @@ func (h *Host) Tools() []ToolInfo {
 		out = append(out, ToolInfo{
 			Name: name, Description: ref.tool.Description, Parameters: ref.tool.Parameters,
 			Plugin: ref.plugin.name, Version: ref.plugin.manifest.Version,
+			OutputSchema: ref.tool.OutputSchema, Annotations: ref.tool.Annotations, NeedsApproval: ref.tool.NeedsApproval,
 		})
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })

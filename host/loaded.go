@@ -160,13 +160,9 @@ func (l *loaded) module(ctx context.Context, eng engine.Engine, allowPrivate boo
 }
 
 func (l *loaded) spec(allowPrivate bool) engine.Spec {
-	exports := make([]string, len(l.manifest.Tools))
-	for i, t := range l.manifest.Tools {
-		exports[i] = t.Export
-	}
 	return engine.Spec{
 		Key: l.digest.String(), Name: l.name, Wasm: l.wasm,
-		Limits: l.manifest.Limits.Effective(), Permissions: l.manifest.Permissions, Exports: exports,
+		Limits: l.manifest.Limits.Effective(), Permissions: l.manifest.Permissions, Exports: l.manifest.Exports(),
 		AllowPrivateNetwork: allowPrivate, ReuseInstances: l.manifest.ReuseInstances,
 	}
 }

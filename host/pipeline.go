@@ -96,7 +96,7 @@ func (h *Host) call(ctx context.Context, rec *CallRecord, args []byte) (json.Raw
 		// deadline, which does not run while a person decides.
 		release()
 		v, err := gov.BeforeCall(ctx, info)
-		rec.Decision, rec.DecidedBy = v.Decision, v.DecidedBy
+		rec.Decision, rec.DecidedBy, rec.Waited = v.Decision, v.DecidedBy, v.Waited
 		if err != nil {
 			return nil, toolerr.As(err)
 		}

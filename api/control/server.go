@@ -208,6 +208,9 @@ func Handler(api API, changes Watcher) http.Handler {
 		}
 		reply(w, nil, err)
 	})
+	if gov, ok := api.(Governance); ok {
+		handleGovernance(mux, gov, reply)
+	}
 	mux.HandleFunc("GET /v1/changes", func(w http.ResponseWriter, r *http.Request) {
 		if changes == nil {
 			http.NotFound(w, r)

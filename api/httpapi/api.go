@@ -61,6 +61,10 @@ type Options struct {
 	// MCPSessionTimeout ends an MCP session idle (no POST) this long; 0
 	// keeps sessions until the client ends them.
 	MCPSessionTimeout time.Duration
+	// Approvals, when set, serves GET /v1/approvals and POST
+	// /v1/approvals/{id}; AuditFile, when set, GET /v1/audit.
+	Approvals Approvals
+	AuditFile string
 }
 
 // API serves the host API. Create it with New, serve it with NewServer,
@@ -135,6 +139,7 @@ func (a *API) routes() {
 	authed("POST /v1/tools/{name}/call", http.HandlerFunc(a.callTool))
 	authed("GET /v1/plugins", http.HandlerFunc(a.listPlugins))
 	authed("GET /metrics", a.metrics.handler())
+	a.governanceRoutes(authed)
 	authed("/mcp", a.capBody(a.mcp.Handler(mcpserver.HTTPOptions{
 		HostChecked:    true,
 		MaxBodyBytes:   a.opts.MaxBodyBytes,
@@ -149,7 +154,7 @@ func (a *API) routes() {
 		authed(pattern, methodNotAllowed(allow))
 	}
 	authed("/", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		writeError(w, toolerr.Errorf(CodeNotFound, "no route %s %s; the API has GET /v1/tools, POST /v1/tools/{name}/call, GET /v1/plugins, GET /openapi.json, GET /healthz, GET /metrics and /mcp", r.Method, r.URL.Path))
+		writeError(w, toolerr.Errorf(CodeNotFound, "no route %s %s; the API has GET /v1/tools, POST /v1/tools/{name}/call, GET /v1/plugins, GET /v1/approvals, POST /v1/approvals/{id}, GET /v1/audit, GET /openapi.json, GET /healthz, GET /metrics and /mcp", r.Method, r.URL.Path))
 	}))
 	a.mux = mux
 }

@@ -69,6 +69,7 @@ func review(w io.Writer, b *plugin.Bundle) error {
 	}
 	for _, t := range m.Tools {
 		fmt.Fprintf(w, "tool %s (export %s)\n  description: %s\n  parameters:  %s\n", t.Name, t.Export, visible(t.Description), visible(oneLine(string(t.Parameters))))
+		fmt.Fprint(w, toolGovernance(&t))
 		if hasNonASCII(t.Description) || hasNonASCII(string(t.Parameters)) {
 			warnings = append(warnings, fmt.Sprintf("tool %s: text outside ASCII, shown escaped beside it: check that it reads the same", t.Name))
 		}
@@ -80,10 +81,8 @@ func review(w io.Writer, b *plugin.Bundle) error {
 		}
 	}
 
-	exports := make([]string, len(m.Tools))
-	for i, t := range m.Tools {
-		exports[i] = t.Export
-	}
+	fmt.Fprint(w, hooksText(m))
+	exports := m.Exports()
 	spec := engine.Spec{Name: m.Name, Wasm: b.Wasm, Limits: lim, Permissions: m.Permissions, Exports: exports}
 	mod, _ := wasmcheck.Check(b.Wasm, wasmcheck.Policy{MaxModuleBytes: plugin.MaxWasmBytes, MaxMemoryPages: lim.MemoryPages, MaxTableElements: sandbox.MaxTableElements, AllowedImports: func(string, string) bool { return true }})
 	if mod != nil {
@@ -146,6 +145,45 @@ func escapeNonASCII(s string) string {
 		} else {
 			b.WriteRune(r)
 		}
+	}
+	return b.String()
+}
+
+// toolGovernance describes a tool's output schema, annotations and approval
+// need, one indented line each (nothing for a tool that has none).
+func toolGovernance(t *plugin.Tool) string {
+	var b strings.Builder
+	if len(t.OutputSchema) > 0 {
+		fmt.Fprintf(&b, "  output:      %s\n", oneLine(string(t.OutputSchema)))
+	}
+	if a := t.Annotations; a != nil {
+		var flags []string
+		for _, f := range []struct {
+			on   bool
+			name string
+		}{{a.ReadOnly, "read-only"}, {a.Destructive, "DESTRUCTIVE"}, {a.Idempotent, "idempotent"}, {a.OpenWorld, "open-world"}} {
+			if f.on {
+				flags = append(flags, f.name)
+			}
+		}
+		fmt.Fprintf(&b, "  annotations: title %q; %s\n", a.Title, orNone(strings.Join(flags, ", ")))
+	}
+	if t.NeedsApproval || t.Destructive() {
+		fmt.Fprintf(&b, "  approval:    default policy ask (a person confirms each call)\n")
+	}
+	return b.String()
+}
+
+// hooksText says what a policy plugin's hooks see: every argument and
+// result of the tools their globs match, any plugin's.
+func hooksText(m *plugin.Manifest) string {
+	if len(m.Hooks) == 0 {
+		return ""
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "\nPOLICY PLUGIN: %d hook(s) see the arguments and results of other plugins' tools:\n", len(m.Hooks))
+	for _, h := range m.Hooks {
+		fmt.Fprintf(&b, "  %s %s (priority %d) sees tools %s\n", h.Event, h.Export, h.Priority, strings.Join(h.Tools, ", "))
 	}
 	return b.String()
 }

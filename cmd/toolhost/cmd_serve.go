@@ -16,6 +16,7 @@ import (
 	"github.com/toolhost/toolhost/api/control"
 	"github.com/toolhost/toolhost/api/httpapi"
 	"github.com/toolhost/toolhost/host"
+	"github.com/toolhost/toolhost/host/govern"
 	"github.com/toolhost/toolhost/host/observe"
 	"github.com/toolhost/toolhost/host/watch"
 	"github.com/toolhost/toolhost/plugin"
@@ -76,7 +77,8 @@ reason in the log; everything else keeps serving.`,
 	f.BoolVar(&o.allowPrivateNet, "allow-private-network", false, "let plugins reach their granted hosts at loopback/private/link-local addresses")
 	f.IntVar(&g.workers, "workers", 0, "sandbox worker processes (default: twice the CPUs, at least 3); one plugin uses at most all but one")
 	f.StringVar(&o.watchDir, "watch", "", "install, upgrade and remove plugins from the signed bundles (*.plugin) in this directory")
-	f.BoolVar(&o.logArguments, "log-arguments", false, "include each call's arguments in its log line (they are the user's data: off by default)")
+	f.BoolVar(&o.logArguments, "log-arguments", false, "include each call's arguments in its log line and audit record (they are the user's data: off by default)")
+	f.DurationVar(&g.approvalTimeout, "approval-timeout", govern.DefaultApprovalTimeout, "how long a call whose policy is ask waits for a person before it is denied")
 	return cmd
 }
 
@@ -105,12 +107,16 @@ func (g *globalOptions) serve(ctx context.Context, o serveOptions) error {
 	// counted and logged like HTTP ones.
 	metrics := observe.NewMetrics()
 	g.observers = append(g.observers, metrics, observe.CallLog{Log: g.logger, Arguments: o.logArguments})
+	g.logArguments = o.logArguments
 	local, closeHost, err := g.openLocalOwner(ctx)
 	if err != nil {
 		return err
 	}
 	defer closeHost()
 	metrics.TrackLoad(local.H)
+	if err := metrics.Registry().Register(g.gov.gov.Collector()); err != nil {
+		return fmt.Errorf("governance metrics: %w", err)
+	}
 	if o.background != nil {
 		stop, err := o.background(ctx, local.H)
 		if err != nil {
@@ -134,6 +140,7 @@ func (g *globalOptions) serve(ctx context.Context, o serveOptions) error {
 	api, err := httpapi.New(local.H, httpapi.Options{
 		Token: token, AllowedHosts: allowed, Registry: metrics.Registry(),
 		Logger: g.logger, Version: version,
+		Approvals: g.gov.gov.Approvals(), AuditFile: g.gov.log.Path(),
 	})
 	if err != nil {
 		ln.Close()
@@ -188,7 +195,7 @@ func (g *globalOptions) openLocalOwner(ctx context.Context) (control.Local, func
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		if err := control.Serve(cctx, ln, local, h, g.logger); err != nil {
+		if err := control.Serve(cctx, ln, g.gov.governed(h, "cli"), h, g.logger); err != nil {
 			g.logger.Error("control socket stopped", "err", err)
 		}
 	}()

@@ -17,8 +17,10 @@ import (
 	"github.com/toolhost/toolhost/authoring"
 	"github.com/toolhost/toolhost/curator"
 	"github.com/toolhost/toolhost/host"
+	"github.com/toolhost/toolhost/host/audit"
 	"github.com/toolhost/toolhost/host/engine"
 	"github.com/toolhost/toolhost/host/engine/worker"
+	"github.com/toolhost/toolhost/host/govern"
 	"github.com/toolhost/toolhost/host/toolerr"
 	"github.com/toolhost/toolhost/plugin"
 	"github.com/toolhost/toolhost/signing"
@@ -42,6 +44,12 @@ type globalOptions struct {
 	allowUnsigned   bool
 	workers         int
 	allowPrivateNet bool
+	// Set by serve: how long an "ask" waits, and whether audit records keep
+	// argument values.
+	approvalTimeout time.Duration
+	logArguments    bool
+	// gov is the governance of the host this process opened (openHost).
+	gov *governance
 	// admission and observers configure the host this process opens
 	// (serve sets them from its flags).
 	admission admissionFlags
@@ -131,7 +139,8 @@ policy, 4 tool call failed, 5 not found, 6 store busy.`,
 	pluginCmd.AddCommand(newPluginInitCmd(g), newPluginBuildCmd(g), newPluginDevCmd(g))
 	trustCmd := &cobra.Command{Use: "trust", Short: "Manage which curator keys are trusted"}
 	trustCmd.AddCommand(newTrustAddCmd(g), newTrustListCmd(g), newTrustRemoveCmd(g), newTrustRevokeCmd(g), newTrustUnrevokeCmd(g), newTrustPolicyCmd(g))
-	root.AddCommand(curatorCmd, pluginCmd, trustCmd, newCallCmd(g), newServeCmd(g), newMCPCmd(g), newWorkerCmd(g))
+	root.AddCommand(curatorCmd, pluginCmd, trustCmd, newCallCmd(g), newBenchCmd(g), newServeCmd(g), newMCPCmd(g), newWorkerCmd(g))
+	root.AddCommand(newPolicyCmd(g), newApprovalsCmd(g), newAuditCmd(g))
 	markUsageErrors(root)
 	return root
 }
@@ -177,7 +186,9 @@ func exitCode(err error) int {
 		return exitToolError
 	case errors.Is(err, store.ErrLocked):
 		return exitBusy
-	case errors.Is(err, host.ErrNotInstalled), errors.Is(err, store.ErrNotFound):
+	case errors.As(err, new(*audit.BadRecordError)):
+		return exitRefused
+	case errors.Is(err, host.ErrNotInstalled), errors.Is(err, store.ErrNotFound), errors.Is(err, govern.ErrNoSuchApproval):
 		return exitNotFound
 	case errors.Is(err, host.ErrNotAllowed), errors.Is(err, plugin.ErrInvalidBundle),
 		errors.Is(err, plugin.ErrInvalidManifest), errors.Is(err, host.ErrDowngrade),
@@ -232,7 +243,7 @@ func (g *globalOptions) openAPI(ctx context.Context) (control.API, func(), error
 		}
 		h, closeHost, err := g.openHost(ctx)
 		if err == nil {
-			return control.Local{H: h}, closeHost, nil
+			return g.gov.governed(h, "cli"), closeHost, nil
 		}
 		if !errors.Is(err, store.ErrLocked) || time.Now().After(deadline) || ctx.Err() != nil {
 			if errors.Is(err, store.ErrLocked) {
@@ -253,24 +264,34 @@ func (g *globalOptions) openHost(ctx context.Context) (*host.Host, func(), error
 	if err != nil {
 		return nil, nil, err
 	}
+	gv, err := g.openGovernance(st)
+	if err != nil {
+		st.Close()
+		return nil, nil, err
+	}
 	engine, err := g.newEngine(ctx)
 	if err != nil {
+		gv.close()
 		st.Close()
 		return nil, nil, err
 	}
 	h, err := host.New(host.Options{
 		Store: st, Engine: engine, Logger: g.logger, AllowUnsigned: g.allowUnsigned, AllowPrivateNetwork: g.allowPrivateNet,
 		MaxInFlight: g.admission.maxInFlight, MaxInFlightPerPlugin: g.admission.maxPerPlugin, MaxQueued: g.admission.maxQueued,
-		Observers: g.observers,
+		Observers: append(append([]host.CallObserver(nil), g.observers...), gv.rec),
+		Governor:  gv.gov,
 	})
 	if err != nil {
 		engine.Close(ctx)
+		gv.close()
 		st.Close()
 		return nil, nil, err
 	}
+	gv.h, g.gov = h, gv
 	return h, func() {
 		h.Close()
 		engine.Close(context.Background())
+		gv.close()
 		if err := st.Close(); err != nil {
 			g.logger.Error("closing the store", "err", err)
 		}
