@@ -208,7 +208,7 @@ func (g *globalOptions) openLocalOwner(ctx context.Context) (control.Local, func
 
 // startWatch runs a watcher over dir until the returned stop is called.
 func (g *globalOptions) startWatch(ctx context.Context, h *host.Host, dir string) (stop func(), err error) {
-	w, err := watch.New(watch.Options{Dir: dir, Host: h, Logger: g.logger})
+	w, err := watch.New(watch.Options{Dir: dir, Host: g.gov.governed(h, "watch"), Logger: g.logger})
 	if err != nil {
 		return nil, err
 	}

@@ -33,14 +33,14 @@ import (
 	"github.com/toolhost/toolhost/plugin"
 )
 
-// Installer is what the watcher needs from the host; *host.Host is one.
-// Install and Remove must be safe to call while the host serves calls.
+// Installer is what the watcher needs from the host: the management API
+// of the process that holds the store (api/control's Governed, so every
+// install and removal is audited like the CLI's). Install and Remove must
+// be safe to call while the host serves calls.
 type Installer interface {
 	Install(ctx context.Context, b *plugin.Bundle, opts host.InstallOptions) (host.InstallReport, error)
-	Remove(name string) error
+	Remove(ctx context.Context, name string) error
 }
-
-var _ Installer = (*host.Host)(nil)
 
 // Options configure a Watcher.
 type Options struct {
@@ -143,7 +143,7 @@ func (w *Watcher) Scan(ctx context.Context) {
 			continue
 		}
 		delete(w.files, name)
-		w.remove(name, st)
+		w.remove(ctx, name, st)
 	}
 }
 
@@ -198,12 +198,12 @@ func (w *Watcher) ownerOf(name, file string) string {
 	return ""
 }
 
-func (w *Watcher) remove(file string, st *fileState) {
+func (w *Watcher) remove(ctx context.Context, file string, st *fileState) {
 	if st.plugin == "" {
 		return // it never installed anything
 	}
 	log := w.opts.Logger.With("file", filepath.Join(w.opts.Dir, file), "plugin", st.plugin)
-	if err := w.opts.Host.Remove(st.plugin); err != nil {
+	if err := w.opts.Host.Remove(ctx, st.plugin); err != nil {
 		if errors.Is(err, host.ErrNotInstalled) {
 			log.Info("watch: bundle deleted; its plugin was already removed")
 			return

@@ -3,6 +3,7 @@ package watch_test
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"log/slog"
 	"os"
@@ -12,8 +13,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/toolhost/toolhost/api/control"
 	"github.com/toolhost/toolhost/curator"
 	"github.com/toolhost/toolhost/host"
+	"github.com/toolhost/toolhost/host/audit"
 	"github.com/toolhost/toolhost/host/engine/sandbox"
 	"github.com/toolhost/toolhost/host/watch"
 	"github.com/toolhost/toolhost/plugin"
@@ -99,9 +102,17 @@ func TestWatchedDirectory(t *testing.T) {
 		t.Fatal(err)
 	}
 
+	auditPath := filepath.Join(t.TempDir(), "audit.jsonl")
+	auditLog, err := audit.Open(auditPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { auditLog.Close() })
+	api := &control.Governed{API: control.Local{H: h}, H: h, Audit: &audit.Recorder{Log: auditLog}, Actor: "watch"}
+
 	dir := t.TempDir()
 	var logs syncBuffer
-	w, err := watch.New(watch.Options{Dir: dir, Host: h, Logger: slog.New(slog.NewTextHandler(&logs, nil))})
+	w, err := watch.New(watch.Options{Dir: dir, Host: api, Logger: slog.New(slog.NewTextHandler(&logs, nil))})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -183,5 +194,25 @@ func TestWatchedDirectory(t *testing.T) {
 	logged("watch: removed")
 	if _, err := h.Call(context.Background(), "echo", []byte(`{}`)); err == nil {
 		t.Error("echo still answers after its bundle was deleted")
+	}
+	// Each change the watcher made is in the audit log, by the watcher.
+	f, err := os.Open(auditPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	recs, err := audit.List(f, audit.Filter{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, r := range recs {
+		line, _ := json.Marshal(r)
+		if strings.Contains(string(line), `"watch"`) {
+			got = append(got, string(line))
+		}
+	}
+	if len(got) != 3 { // install 1.0.0, upgrade to 2.1.0, remove
+		t.Errorf("audit records by the watcher: %d, want 3:\n%s", len(got), strings.Join(got, "\n"))
 	}
 }
