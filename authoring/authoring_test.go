@@ -152,3 +152,18 @@ func checkBuilt(t *testing.T, res BuildResult, dir string) {
 		t.Error("greet accepted an empty name (the schema's minLength should refuse it)")
 	}
 }
+
+// TestBuildNamesMissingToolchain: without the toolchain on PATH, Build
+// says which one is missing and how to install it.
+func TestBuildNamesMissingToolchain(t *testing.T) {
+	for lang, want := range map[string]string{LangGo: "install Go 1.24", LangAssemblyScript: "install Node.js"} {
+		dir := filepath.Join(t.TempDir(), "p")
+		if _, err := Init(dir, "p", lang); err != nil {
+			t.Fatal(err)
+		}
+		t.Setenv("PATH", t.TempDir())
+		if _, err := Build(context.Background(), dir, ""); !errors.Is(err, ErrToolchain) || !strings.Contains(err.Error(), want) {
+			t.Errorf("%s without a toolchain: %v, want ErrToolchain saying %q", lang, err, want)
+		}
+	}
+}
