@@ -7,7 +7,6 @@ import (
 	"path"
 	"regexp"
 	"strings"
-	"unicode"
 
 	"github.com/toolhost/toolhost/internal/strictjson"
 )
@@ -112,6 +111,11 @@ func ParseManifest(data []byte) (*Manifest, error) {
 	}
 	if err := m.validate(); err != nil {
 		return nil, err
+	}
+	// Decoded fields were checked above; a literal hidden code point left
+	// anywhere (a pattern, a const, a key name) is refused here.
+	if err := checkRawHidden("plugin.json", data); err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrInvalidManifest, err)
 	}
 	return &m, nil
 }
@@ -252,32 +256,10 @@ func checkText(field, s string) error {
 	if len(s) > MaxDescriptionLen {
 		return invalid("%s is %d bytes, the limit is %d", field, len(s), MaxDescriptionLen)
 	}
-	for _, r := range s {
-		if hiddenRune(r) {
-			return invalid("%s contains control or bidirectional-override character %U, which can hide text from a reviewer", field, r)
-		}
+	if r, off, ok := firstHidden(s); ok {
+		return fmt.Errorf("%w: %w", ErrInvalidManifest, hiddenError(field, s, r, off))
 	}
 	return nil
-}
-
-// hiddenRune reports characters that display as nothing, or reorder what is
-// displayed, so a reviewer and a model could read different text: control
-// characters (C0, DEL and C1) except newline and tab, the Unicode bidi
-// controls, and the invisible tag characters used to smuggle instructions.
-func hiddenRune(r rune) bool {
-	switch {
-	case r == '\n' || r == '\t':
-		return false
-	case unicode.IsControl(r):
-		return true
-	case r == 0x061c || r == 0x200e || r == 0x200f: // ALM, LRM, RLM
-		return true
-	case r >= 0x202a && r <= 0x202e, r >= 0x2066 && r <= 0x2069:
-		return true
-	case r >= 0xe0000 && r <= 0xe007f: // tags
-		return true
-	}
-	return false
 }
 
 func truncate(s string) string {

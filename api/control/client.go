@@ -31,16 +31,30 @@ type Client struct {
 var _ API = (*Client)(nil)
 
 // Dial connects to the control socket at path and checks that it answers.
+// The socket file must be owned by this user (or root) and not writable by
+// group or others, and every connection's peer (SO_PEERCRED) must run as
+// this user or root; otherwise Dial fails with ErrUntrustedSocket before
+// anything is sent.
 func Dial(ctx context.Context, path string) (*Client, error) {
+	if err := checkSocketFile(path); err != nil {
+		return nil, err
+	}
 	c, err := net.DialTimeout("unix", path, time.Second)
 	if err != nil {
 		return nil, fmt.Errorf("%w (%v)", ErrNoServer, err)
+	}
+	if c, err = dialTrusted(c, path); err != nil {
+		return nil, err
 	}
 	c.Close()
 	cl := &Client{hc: &http.Client{Transport: &http.Transport{
 		DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
 			var d net.Dialer
-			return d.DialContext(ctx, "unix", path)
+			c, err := d.DialContext(ctx, "unix", path)
+			if err != nil {
+				return nil, err
+			}
+			return dialTrusted(c, path)
 		},
 		MaxIdleConns: 4,
 	}}}

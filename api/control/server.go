@@ -66,18 +66,8 @@ func (l *sameUserListener) Accept() (net.Conn, error) {
 }
 
 func peerIsSelf(c *net.UnixConn) bool {
-	raw, err := c.SyscallConn()
-	if err != nil {
-		return false
-	}
-	var cred *syscall.Ucred
-	var credErr error
-	if err := raw.Control(func(fd uintptr) {
-		cred, credErr = syscall.GetsockoptUcred(int(fd), syscall.SOL_SOCKET, syscall.SO_PEERCRED)
-	}); err != nil || credErr != nil {
-		return false
-	}
-	return int(cred.Uid) == os.Getuid()
+	uid, err := peerUID(c)
+	return err == nil && uid == os.Getuid()
 }
 
 // Watcher reports changes of a host's tool set (*host.Host is one).

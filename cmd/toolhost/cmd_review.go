@@ -43,7 +43,8 @@ var suspicious = regexp.MustCompile(`(?i)(ignore (all |any )?(previous|prior)|<i
 func review(w io.Writer, b *plugin.Bundle) error {
 	m := b.Manifest()
 	fmt.Fprintf(w, "plugin:   %s %s\ndigest:   %s (what a signature covers)\nwasm:     %d bytes, sha256 %x\n", m.Name, m.Version, b.Digest(), len(b.Wasm), b.WasmSHA256())
-	fmt.Fprintf(w, "signed by: %d signature(s) already\n\n", len(b.Signatures))
+	fmt.Fprintf(w, "signed by: %d signature(s) already\n", len(b.Signatures))
+	fmt.Fprintf(w, "about:    %s\n\n", visible(m.Description))
 
 	lim := m.Limits.Effective()
 	fmt.Fprintf(w, "limits:   memory %d pages (%d MiB), timeout %d ms, output %d bytes\n", lim.MemoryPages, lim.MemoryPages/16, lim.TimeoutMS, lim.MaxOutputBytes)
@@ -53,7 +54,7 @@ func review(w io.Writer, b *plugin.Bundle) error {
 		paths = append(paths, hp+" -> "+gp+" (read-only)")
 	}
 	slices.Sort(paths)
-	fmt.Fprintf(w, "files:    %s\n", orNone(strings.Join(paths, ", ")))
+	fmt.Fprintf(w, "files:    %s\n", visible(orNone(strings.Join(paths, ", "))))
 	isolation := "a fresh instance for every call"
 	if m.ReuseInstances {
 		isolation = "instances are REUSED across calls (state can carry from one call to the next)"
@@ -67,7 +68,10 @@ func review(w io.Writer, b *plugin.Bundle) error {
 		}
 	}
 	for _, t := range m.Tools {
-		fmt.Fprintf(w, "tool %s (export %s)\n  description: %s\n  parameters:  %s\n", t.Name, t.Export, t.Description, oneLine(string(t.Parameters)))
+		fmt.Fprintf(w, "tool %s (export %s)\n  description: %s\n  parameters:  %s\n", t.Name, t.Export, visible(t.Description), visible(oneLine(string(t.Parameters))))
+		if hasNonASCII(t.Description) || hasNonASCII(string(t.Parameters)) {
+			warnings = append(warnings, fmt.Sprintf("tool %s: text outside ASCII, shown escaped beside it: check that it reads the same", t.Name))
+		}
 		if loc := suspicious.FindString(t.Description); loc != "" {
 			warnings = append(warnings, fmt.Sprintf("tool %s: description contains %q: read it as an instruction to the model, not a description", t.Name, loc))
 		}
@@ -105,9 +109,43 @@ func review(w io.Writer, b *plugin.Bundle) error {
 		}
 	}
 	fmt.Fprintf(w, "\nmanifest (exact bytes that will be signed):\n%s\n", strings.TrimRight(string(b.ManifestBytes), "\n"))
+	if hasNonASCII(string(b.ManifestBytes)) {
+		fmt.Fprintf(w, "\nmanifest with every character outside ASCII escaped:\n%s\n", escapeNonASCII(strings.TrimRight(string(b.ManifestBytes), "\n")))
+	}
 	if err := sandbox.Prevalidate(spec); err != nil {
 		return fmt.Errorf("%w: %v", errModuleRefused, err)
 	}
 	fmt.Fprintln(w, "\nmodule:   acceptable to the sandbox (imports provided, exports present, sizes within limits)")
 	return nil
+}
+
+// visible returns s, followed, when s holds anything outside printable
+// ASCII, by the same text with those characters escaped (\u{fe0f}): a
+// reviewer sees what a terminal would render as nothing or as a look-alike.
+func visible(s string) string {
+	if !hasNonASCII(s) {
+		return s
+	}
+	return s + "   [escaped: " + escapeNonASCII(s) + "]"
+}
+
+func hasNonASCII(s string) bool {
+	for _, r := range s {
+		if r > '~' || (r < ' ' && r != '\n' && r != '\t') {
+			return true
+		}
+	}
+	return false
+}
+
+func escapeNonASCII(s string) string {
+	var b strings.Builder
+	for _, r := range s {
+		if r > '~' || (r < ' ' && r != '\n' && r != '\t') {
+			fmt.Fprintf(&b, "\\u{%x}", r)
+		} else {
+			b.WriteRune(r)
+		}
+	}
+	return b.String()
 }

@@ -116,7 +116,7 @@ policy, 4 tool call failed, 5 not found, 6 store busy.`,
 				return err
 			}
 			g.home = abs
-			return nil
+			return g.checkHome()
 		},
 	}
 	root.PersistentFlags().StringVar(&g.home, "home", "", "toolhost home: store, trust data, caches, API token (env TOOLHOST_HOME, default ~/.toolhost)")
@@ -182,7 +182,9 @@ func exitCode(err error) int {
 		errors.Is(err, host.ErrInvalidModule), errors.Is(err, host.ErrToolConflict),
 		errors.Is(err, curator.ErrMalformedKeyFile), errors.Is(err, signing.ErrMalformedKey),
 		errors.Is(err, curator.ErrWrongPassphrase), errors.Is(err, errModuleRefused),
-		errors.Is(err, host.ErrWidening):
+		errors.Is(err, curator.ErrKeyFileExposed),
+		errors.Is(err, host.ErrWidening), errors.Is(err, store.ErrTampered),
+		errors.Is(err, control.ErrUntrustedSocket), errors.Is(err, errNotPrivate):
 		return exitRefused
 	}
 	return exitError
@@ -197,6 +199,12 @@ func hintFor(err error) string {
 		return "another toolhost process (probably `toolhost serve`) holds the store; stop it, or point --home elsewhere"
 	case errors.Is(err, plugin.ErrInvalidBundle):
 		return "the bundle is damaged or was modified; get a fresh copy from its publisher"
+	case errors.Is(err, store.ErrTampered), errors.Is(err, store.ErrCorrupt):
+		return "toolhost will not run on a store it cannot trust: restore the home from a backup, or move the store aside and re-add the trusted keys"
+	case errors.Is(err, store.ErrNoSpace):
+		return "the disk holding the toolhost home is (nearly) full; nothing was written"
+	case errors.Is(err, control.ErrUntrustedSocket), errors.Is(err, errNotPrivate):
+		return "another local user may be impersonating toolhost; nothing was sent"
 	}
 	return ""
 }
@@ -210,9 +218,13 @@ func (g *globalOptions) openAPI(ctx context.Context) (control.API, func(), error
 	// little for it (or for a server's socket) before giving up.
 	deadline := time.Now().Add(5 * time.Second)
 	for {
-		if _, err := os.Stat(sock); err == nil {
-			if c, err := control.Dial(ctx, sock); err == nil {
+		if _, err := os.Lstat(sock); err == nil {
+			c, err := control.Dial(ctx, sock)
+			if err == nil {
 				return c, c.Close, nil
+			}
+			if errors.Is(err, control.ErrUntrustedSocket) {
+				return nil, nil, err
 			}
 		}
 		h, closeHost, err := g.openHost(ctx)

@@ -8,6 +8,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"io/fs"
 	"math"
 	"os"
 	"slices"
@@ -139,6 +140,12 @@ func (e *InProcess) Compile(ctx context.Context, spec engine.Spec) (engine.Modul
 	cp, err := extism.NewCompiledPlugin(cctx, manifest, extism.PluginConfig{RuntimeConfig: rc, EnableWasi: true}, hostFunctions(eg))
 	if err != nil {
 		files.close()
+		// wazero writes the compiled code to the cache inside
+		// CompileModule; a full disk there is not the module's fault.
+		var pe *fs.PathError
+		if errors.As(err, &pe) {
+			return nil, toolerr.Errorf(toolerr.CodeInternal, "could not write the compilation cache (%v): free disk space or remove the cache directory; the module itself was not judged", pe)
+		}
 		return nil, toolerr.Errorf(toolerr.CodeInvalidModule, "the module does not compile: %v", firstLine(err.Error()))
 	}
 	m := &inProcessModule{engine: e, spec: spec, compiled: cp, files: files, ready: make(chan *instance, 2)}
