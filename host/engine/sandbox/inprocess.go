@@ -120,6 +120,7 @@ func (e *InProcess) Compile(ctx context.Context, spec engine.Spec) (engine.Modul
 		// callGuard's allocator instead, which records every refusal.
 		Memory:  &extism.ManifestMemory{MaxPages: 0, MaxHttpResponseBytes: 0, MaxVarBytes: 0},
 		Timeout: uint64(lim.TimeoutMS),
+		Config:  spec.Config,
 	}
 	rc := wazero.NewRuntimeConfig().
 		WithCloseOnContextDone(true).
@@ -130,7 +131,7 @@ func (e *InProcess) Compile(ctx context.Context, spec engine.Spec) (engine.Modul
 	if err != nil {
 		return nil, err
 	}
-	eg := egress{hosts: spec.Permissions.AllowedHosts, allowPrivate: spec.AllowPrivateNetwork}
+	eg := egress{hosts: spec.Permissions.AllowedHosts, allowPrivate: spec.AllowPrivateNetwork, secrets: spec.Secrets}
 	// The listeners are compiled into the host module extism builds for
 	// its "extism:host/env" functions.
 	cctx := experimental.WithFunctionListenerFactory(ctx, envListeners{})
