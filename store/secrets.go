@@ -234,4 +234,3 @@ func (s *Store) hasSecrets() (bool, error) {
 	})
 	return has, err
 }
-
