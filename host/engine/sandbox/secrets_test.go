@@ -216,3 +216,41 @@ func TestSecretNeverEntersSandbox(t *testing.T) {
 		t.Fatal("the plugin's view of the denied request does not say permission denied, or holds the secret")
 	}
 }
+
+// TestFetchSampleSendsSecret: the fetch sample (a Go guest on the official
+// PDK) asks for its api_token; the loopback server it is bound to gets it,
+// and the tool's result does not hold it.
+func TestFetchSampleSendsSecret(t *testing.T) {
+	srv := newHeaderLog(t, nil)
+	spec := specOf(t, fetchManifest(t, "localhost"), loadSample(t, "fetch").wasm)
+	spec.AllowPrivateNetwork = true
+	m, err := plugin.ParseManifest(fetchManifest(t, "localhost"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := m.Secrets["api_token"]
+	spec.Secrets = []engine.Secret{{Name: "api_token", Hosts: b.Hosts, Header: b.Header, Prefix: b.Prefix, Value: testSecretValue}}
+	spec.Key = "fetch+secret"
+	mod, err := capEngine(t).Compile(t.Context(), spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { mod.Close(context.Background()) })
+	out, terr := call(t, mod, "fetch_url", map[string]any{"url": localURL(srv.srv, "localhost", "/"), "secrets": []string{"api_token"}})
+	if terr != nil {
+		t.Fatal(terr)
+	}
+	if got := srv.requests(); len(got) != 1 || got[0].Get("Authorization") != "Bearer "+testSecretValue {
+		t.Fatalf("server saw %v, want the bearer token", got)
+	}
+	if !strings.Contains(string(out), "hello-from-server") || strings.Contains(string(out), testSecretValue) {
+		t.Fatalf("result %s: want the body and not the secret", out)
+	}
+	// Without asking, nothing is sent.
+	if _, terr := call(t, mod, "fetch_url", map[string]any{"url": localURL(srv.srv, "localhost", "/")}); terr != nil {
+		t.Fatal(terr)
+	}
+	if got := srv.requests(); len(got) != 2 || got[1].Get("Authorization") != "" {
+		t.Fatalf("a request that did not ask carried the secret: %v", got)
+	}
+}
