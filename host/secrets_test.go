@@ -74,7 +74,8 @@ func TestSecretReachesOnlyItsHost(t *testing.T) {
 		t.Fatal(err)
 	}
 	manifest := []byte(`{"name":"dump","version":"1.0.0","description":"dumps what it can see","wasm":"plugin.wasm",
- "tools":[{"name":"fetch_dump","description":"fetch, then dump memory","parameters":{"type":"object"}}],
+ "tools":[{"name":"fetch_dump","description":"fetch, then dump memory","parameters":{"type":"object"}},
+          {"name":"config_units","description":"the units config value","parameters":{"type":"object"}}],
  "limits":{"memory_pages":64,"timeout_ms":15000,"max_output_bytes":8388608},
  "permissions":{"allowed_hosts":["localhost","api.example.com"]},
  "config":{"type":"object","properties":{"units":{"enum":["metric","imperial"]}},"additionalProperties":false},
@@ -153,6 +154,15 @@ func TestSecretReachesOnlyItsHost(t *testing.T) {
 		t.Fatalf("SetConfig = %v, %v", cfg, err)
 	}
 	fetch(bound) // still works with config set (another module key)
+	if out, err := r.host.Call(context.Background(), "config_units", []byte(`{}`)); err != nil || string(out) != `"metric"` {
+		t.Fatalf("the plugin reads config units = %s, %v; want \"metric\"", out, err)
+	}
+	if _, err := r.host.SetConfig("dump", nil, []string{"units"}); err != nil {
+		t.Fatal(err)
+	}
+	if out, err := r.host.Call(context.Background(), "config_units", []byte(`{}`)); err != nil || string(out) != `""` {
+		t.Fatalf("after unset the plugin reads %s, %v; want nothing", out, err)
+	}
 
 	if err := r.host.RemoveSecret("dump", "api_token"); err != nil {
 		t.Fatal(err)

@@ -4,6 +4,8 @@
 ;; by the whole of its own memory. A secret the host added to the request
 ;; must not show up anywhere in that output.
 ;;
+;; config_units answers the extism config value "units" (empty when unset).
+;;
 ;; Rebuild: wat2wasm secretdump.wat -o secretdump.wasm
 (module
   (import "extism:host/env" "alloc" (func $alloc (param i64) (result i64)))
@@ -13,9 +15,25 @@
   (import "extism:host/env" "load_u8" (func $load_u8 (param i64) (result i32)))
   (import "extism:host/env" "store_u8" (func $store_u8 (param i64 i32)))
   (import "extism:host/env" "output_set" (func $output_set (param i64 i64)))
+  (import "extism:host/env" "config_get" (func $config_get (param i64) (result i64)))
   (import "toolhost" "http_fetch" (func $http_fetch (param i64) (result i64)))
 
   (memory (export "memory") 1 1)
+  (data (i32.const 0) "units")
+
+  (func (export "config_units") (result i32)
+    (local $key i64) (local $i i64) (local $v i64)
+    (local.set $key (call $alloc (i64.const 5)))
+    (block $done (loop $copy
+      (br_if $done (i64.ge_u (local.get $i) (i64.const 5)))
+      (call $store_u8 (i64.add (local.get $key) (local.get $i))
+        (i32.load8_u (i32.wrap_i64 (local.get $i))))
+      (local.set $i (i64.add (local.get $i) (i64.const 1)))
+      (br $copy)))
+    (local.set $v (call $config_get (local.get $key)))
+    (if (i64.ne (local.get $v) (i64.const 0))
+      (then (call $output_set (local.get $v) (call $length (local.get $v)))))
+    (i32.const 0))
 
   (func (export "fetch_dump") (result i32)
     (local $n i64) (local $req i64) (local $resp i64) (local $end i64)
