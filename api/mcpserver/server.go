@@ -196,6 +196,10 @@ func (s *Server) callTool(ctx context.Context, req *mcp.CallToolRequest) (*mcp.C
 	if req.Params == nil {
 		return errorResult(toolerr.Errorf(toolerr.CodeInvalidArguments, "tools/call needs params with a tool name")), nil
 	}
+	if host.EntryOf(ctx) == host.EntryGo {
+		// Only Run labels its sessions; everything else came through Handler.
+		ctx = host.WithEntry(ctx, host.EntryMCPHTTP)
+	}
 	res, err := s.b.Call(ctx, req.Params.Name, req.Params.Arguments)
 	if err != nil {
 		return errorResult(err), nil
@@ -236,21 +240,13 @@ func successResult(res json.RawMessage) *mcp.CallToolResult {
 	return r
 }
 
-// RunStdio serves one MCP session over stdin and stdout until the client
-// closes stdin or ctx is done; both end it without error. Nothing else may
-// write to stdout meanwhile.
-func (s *Server) RunStdio(ctx context.Context) error {
-	return s.run(ctx, &mcp.StdioTransport{MaxLineLength: maxStdioLine})
-}
-
 // Run serves one MCP session of newline-delimited JSON-RPC over r and w,
-// like RunStdio.
+// until r ends (the client closed it) or ctx is done; both end it without
+// error. Nothing else may write to w meanwhile. Bad lines get error responses and the session goes on
+// (see lineTransport); calls are labelled host.EntryMCPStdio.
 func (s *Server) Run(ctx context.Context, r io.ReadCloser, w io.WriteCloser) error {
-	return s.run(ctx, &mcp.IOTransport{Reader: r, Writer: w, MaxLineLength: maxStdioLine})
-}
-
-func (s *Server) run(ctx context.Context, t mcp.Transport) error {
-	err := s.mcp.Run(ctx, t)
+	ctx = host.WithEntry(ctx, host.EntryMCPStdio)
+	err := s.mcp.Run(ctx, &lineTransport{r: r, w: w, maxLine: maxStdioLine})
 	if ctx.Err() != nil && errors.Is(err, ctx.Err()) {
 		return nil
 	}
