@@ -29,6 +29,7 @@ type serveOptions struct {
 	maxPerPlugin    int
 	allowPrivateNet bool
 	logArguments    bool
+	mcpSession      time.Duration
 }
 
 func newServeCmd(g *globalOptions) *cobra.Command {
@@ -58,8 +59,9 @@ SIGINT/SIGTERM stop accepting requests and let running calls finish.`,
 	f.IntVar(&o.maxInFlight, "max-in-flight", 0, "tool calls running at once before answering busy (default 64)")
 	f.IntVar(&o.maxPerPlugin, "max-in-flight-per-plugin", 0, "calls of one plugin running at once before answering busy (default 16)")
 	f.BoolVar(&o.allowPrivateNet, "allow-private-network", false, "let plugins reach their granted hosts at loopback/private/link-local addresses")
-	f.IntVar(&g.workers, "workers", 0, "sandbox worker processes (default: twice the CPUs, at least 3); one plugin uses at most all but one")
+	f.IntVar(&g.workers, "workers", 0, workersUsage)
 	f.BoolVar(&o.logArguments, "log-arguments", false, "include each call's arguments in its log line (they are the user's data: off by default)")
+	f.DurationVar(&o.mcpSession, "mcp-session-timeout", 30*time.Minute, "end an MCP (2025-11-25) session after this long without a request from its client (0: never)")
 	return cmd
 }
 
@@ -80,9 +82,10 @@ func (g *globalOptions) serve(ctx context.Context, o serveOptions) error {
 	}
 	g.logger = slog.New(slog.NewTextHandler(g.stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
 	g.allowPrivateNet = o.allowPrivateNet
-	if g.workers <= 0 {
-		g.workers = max(3, 2*runtime.NumCPU())
+	if o.mcpSession < 0 {
+		return usagef("--mcp-session-timeout %v is negative; pass a duration such as 30m, or 0 to keep idle sessions", o.mcpSession)
 	}
+	g.useServerWorkers()
 	local, closeHost, err := g.openLocalOwner(ctx)
 	if err != nil {
 		return err
@@ -103,7 +106,7 @@ func (g *globalOptions) serve(ctx context.Context, o serveOptions) error {
 	}
 	api, err := httpapi.New(local.H, httpapi.Options{
 		Token: token, AllowedHosts: allowed, MaxInFlight: o.maxInFlight, MaxInFlightPerPlugin: o.maxPerPlugin,
-		Logger: g.logger, Version: version, LogArguments: o.logArguments,
+		Logger: g.logger, Version: version, LogArguments: o.logArguments, MCPSessionTimeout: o.mcpSession,
 	})
 	if err != nil {
 		ln.Close()
@@ -134,6 +137,17 @@ func (g *globalOptions) serve(ctx context.Context, o serveOptions) error {
 		return fmt.Errorf("shutdown: %w", err)
 	}
 	return nil
+}
+
+const workersUsage = "sandbox worker processes (default: twice the CPUs, at least 3); one plugin uses at most all but one"
+
+// useServerWorkers sets the worker count of a long-running host (serve, or
+// mcp without a running serve) unless --workers gave one: enough that one
+// slow call does not hold up the other tools.
+func (g *globalOptions) useServerWorkers() {
+	if g.workers <= 0 {
+		g.workers = max(3, 2*runtime.NumCPU())
+	}
 }
 
 // openLocalOwner opens this home's store in this process and serves the
