@@ -91,3 +91,21 @@ func TestHTTPActiveSessionStays(t *testing.T) {
 		}
 	}
 }
+
+// FuzzPeekRequest: routing reads a POST body and must hand the SDK the
+// exact bytes, whatever they are, and never panic.
+func FuzzPeekRequest(f *testing.F) {
+	f.Add([]byte(`{"jsonrpc":"2.0","id":1,"method":"server/discover","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28"}}}`), int64(1<<20))
+	f.Add([]byte(`[{"method":1}]`), int64(4))
+	f.Fuzz(func(t *testing.T, body []byte, max int64) {
+		if max < 0 || max > 1<<20 {
+			max = 1 << 10
+		}
+		r := httptest.NewRequest(http.MethodPost, "/", strings.NewReader(string(body)))
+		peekRequest(r, max)
+		got, err := io.ReadAll(r.Body)
+		if err != nil || string(got) != string(body) {
+			t.Fatalf("body after peek = %q, %v; want %q", got, err, body)
+		}
+	})
+}
