@@ -200,6 +200,9 @@ func (s *Server) callTool(ctx context.Context, req *mcp.CallToolRequest) (*mcp.C
 		// Only Run labels its sessions; everything else came through Handler.
 		ctx = host.WithEntry(ctx, host.EntryMCPHTTP)
 	}
+	if req.Session != nil {
+		ctx = context.WithValue(ctx, sessionKey{}, req.Session)
+	}
 	res, err := s.b.Call(ctx, req.Params.Name, req.Params.Arguments)
 	if err != nil {
 		return errorResult(err), nil
