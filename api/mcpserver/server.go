@@ -82,7 +82,12 @@ func New(b Backend, version string, opts ...Option) *Server {
 		Logger: cfg.logger,
 		// Advertise tools with listChanged even while no plugin is
 		// installed, so that clients listen for the first install.
-		Capabilities: &mcp.ServerCapabilities{Tools: &mcp.ToolCapabilities{ListChanged: true}},
+		// Prompts: the SDK answers prompts/list (empty) whatever is
+		// declared, and 2026-07-28 requires what is answered to be declared.
+		Capabilities: &mcp.ServerCapabilities{
+			Tools:   &mcp.ToolCapabilities{ListChanged: true},
+			Prompts: &mcp.PromptCapabilities{},
+		},
 	})
 	changed := s.sync()
 	go s.watch(changed)
