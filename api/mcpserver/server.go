@@ -23,6 +23,7 @@ import (
 	"io"
 	"log/slog"
 	"sync"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -59,6 +60,8 @@ type Server struct {
 	// was added with, so a re-sync touches only what changed.
 	served map[string]string
 
+	progressEvery time.Duration // heartbeat interval; tests shorten it
+
 	stop      chan struct{}
 	done      chan struct{}
 	closeOnce sync.Once
@@ -72,11 +75,12 @@ func New(b Backend, version string, opts ...Option) *Server {
 		o(&cfg)
 	}
 	s := &Server{
-		b:      b,
-		log:    cfg.logger,
-		served: map[string]string{},
-		stop:   make(chan struct{}),
-		done:   make(chan struct{}),
+		b:             b,
+		log:           cfg.logger,
+		served:        map[string]string{},
+		progressEvery: progressEvery,
+		stop:          make(chan struct{}),
+		done:          make(chan struct{}),
 	}
 	s.mcp = mcp.NewServer(&mcp.Implementation{Name: "toolhost", Version: version}, &mcp.ServerOptions{
 		Logger: cfg.logger,
@@ -207,6 +211,10 @@ func (s *Server) callTool(ctx context.Context, req *mcp.CallToolRequest) (*mcp.C
 	}
 	if req.Session != nil {
 		ctx = context.WithValue(ctx, sessionKey{}, req.Session)
+		if tok := req.Params.GetProgressToken(); tok != nil {
+			stop := heartbeat(ctx, req.Session, tok, s.progressEvery)
+			defer stop()
+		}
 	}
 	res, err := s.b.Call(ctx, req.Params.Name, req.Params.Arguments)
 	if err != nil {

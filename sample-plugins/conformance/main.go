@@ -5,6 +5,7 @@ package main
 
 import (
 	"errors"
+	"time"
 
 	"github.com/toolhost/toolhost/sample-plugins/internal/guest"
 )
@@ -19,8 +20,12 @@ func testErrorHandling() int32 {
 	return guest.Fail(errors.New("This tool intentionally returns an error for testing"))
 }
 
+// testToolWithProgress runs long enough (2.5 s) for the host's progress
+// heartbeat (every second) to be heard between its start and its end.
+//
 //go:wasmexport test_tool_with_progress
 func testToolWithProgress() int32 {
+	time.Sleep(2500 * time.Millisecond)
 	return guest.Succeed("Progress test completed")
 }
 
