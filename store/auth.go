@@ -32,6 +32,7 @@ var authenticatedPrefixes = []string{
 	trustPolicyKey,
 	highWaterPrefix,
 	quarantinePrefix,
+	policyRulePrefix,
 }
 
 // sealKey holds the MAC over every authenticated record. It is not itself

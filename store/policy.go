@@ -54,7 +54,7 @@ func (s *Store) SetPolicy(r PolicyRule) error {
 
 // UnsetPolicy removes the rule for pattern.
 func (s *Store) UnsetPolicy(pattern string) error {
-	err := s.db.View(func(txn *badger.Txn) error {
+	err := s.view(func(txn *badger.Txn) error {
 		var r PolicyRule
 		return getJSON(txn, policyRulePrefix+pattern, &r)
 	})
@@ -69,7 +69,7 @@ func (s *Store) UnsetPolicy(pattern string) error {
 // silently lost a deny would fail open.
 func (s *Store) PolicyRules() ([]PolicyRule, error) {
 	var out []PolicyRule
-	err := s.db.View(func(txn *badger.Txn) error {
+	err := s.viewSealed(func(txn *badger.Txn) error {
 		return iterate(txn, policyRulePrefix, func(k string, v []byte) error {
 			var r PolicyRule
 			if err := json.Unmarshal(v, &r); err != nil {
