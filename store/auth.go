@@ -19,8 +19,8 @@ import (
 
 // authenticatedPrefixes are the record kinds whose loss or change would
 // weaken security without any signature noticing: which keys are trusted,
-// which are revoked, the threshold, the rollback high-water marks and the
-// quarantine. Every write reseals them and every read of one of them checks
+// which are revoked, the threshold, the rollback high-water marks, the
+// quarantine and the approval policy rules. Every write reseals them and every read of one of them checks
 // the seal, so damage or an edit made outside toolhost fails closed.
 //
 // To authenticate a new kind of record, add its key prefix here (one line);
@@ -32,6 +32,7 @@ var authenticatedPrefixes = []string{
 	trustPolicyKey,
 	highWaterPrefix,
 	quarantinePrefix,
+	policyRulePrefix,
 }
 
 // sealKey holds the MAC over every authenticated record. It is not itself
@@ -45,7 +46,7 @@ const (
 )
 
 // ErrTampered means the security state failed its integrity check.
-var ErrTampered = errors.New("store: the security state (trusted keys, revocations, threshold, version high-water marks, quarantine) failed its integrity check: the store was damaged or edited outside toolhost")
+var ErrTampered = errors.New("store: the security state (trusted keys, revocations, threshold, version high-water marks, quarantine, approval policy) failed its integrity check: the store was damaged or edited outside toolhost")
 
 // tamperedf wraps ErrTampered with what was found and what to do.
 func tamperedf(keyPath, format string, args ...any) error {

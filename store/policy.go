@@ -13,7 +13,8 @@ import (
 
 // policyRulePrefix keys the operator's approval policy rules, one per
 // pattern. They are security-relevant (a rule can turn an "ask" into an
-// "allow"), like trust records.
+// "allow", or drop a "deny"), so they are sealed like trust records
+// (authenticatedPrefixes).
 const policyRulePrefix = "policy/rule/"
 
 // Approval policy actions.
@@ -54,7 +55,7 @@ func (s *Store) SetPolicy(r PolicyRule) error {
 
 // UnsetPolicy removes the rule for pattern.
 func (s *Store) UnsetPolicy(pattern string) error {
-	err := s.db.View(func(txn *badger.Txn) error {
+	err := s.viewSealed(func(txn *badger.Txn) error {
 		var r PolicyRule
 		return getJSON(txn, policyRulePrefix+pattern, &r)
 	})
@@ -69,7 +70,7 @@ func (s *Store) UnsetPolicy(pattern string) error {
 // silently lost a deny would fail open.
 func (s *Store) PolicyRules() ([]PolicyRule, error) {
 	var out []PolicyRule
-	err := s.db.View(func(txn *badger.Txn) error {
+	err := s.viewSealed(func(txn *badger.Txn) error {
 		return iterate(txn, policyRulePrefix, func(k string, v []byte) error {
 			var r PolicyRule
 			if err := json.Unmarshal(v, &r); err != nil {

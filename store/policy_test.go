@@ -2,9 +2,12 @@ package store_test
 
 import (
 	"errors"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
+
+	badger "github.com/dgraph-io/badger/v4"
 
 	"github.com/toolhost/toolhost/store"
 )
@@ -40,5 +43,37 @@ func TestPolicyRulesSurviveReopen(t *testing.T) {
 		} else if !strings.Contains(err.Error(), "use") {
 			t.Errorf("error does not say what to do: %v", err)
 		}
+	}
+}
+
+// A policy rule changed or deleted outside toolhost fails closed: dropping
+// a deny (or turning an ask into an allow) must not go unnoticed.
+func TestPolicyRuleEditedOutsideToolhostFailsClosed(t *testing.T) {
+	for name, edit := range map[string]func(txn *badger.Txn) error{
+		"deny deleted": func(txn *badger.Txn) error { return txn.Delete([]byte("policy/rule/delete_*")) },
+		"deny to allow": func(txn *badger.Txn) error {
+			return txn.Set([]byte("policy/rule/delete_*"), []byte(`{"pattern":"delete_*","action":"allow"}`))
+		},
+		"allow all added": func(txn *badger.Txn) error {
+			return txn.Set([]byte("policy/rule/*"), []byte(`{"pattern":"*","action":"allow"}`))
+		},
+	} {
+		t.Run(name, func(t *testing.T) {
+			dir := filepath.Join(t.TempDir(), "store")
+			st := open(t, dir)
+			if err := st.SetPolicy(store.PolicyRule{Pattern: "delete_*", Action: "deny"}); err != nil {
+				t.Fatal(err)
+			}
+			st.Close()
+			rawEdit(t, dir, edit)
+			st, err := store.Open(dir, nil)
+			if err == nil {
+				_, err = st.PolicyRules()
+				st.Close()
+			}
+			if !errors.Is(err, store.ErrTampered) {
+				t.Fatalf("after %s: %v, want ErrTampered", name, err)
+			}
+		})
 	}
 }

@@ -44,10 +44,16 @@ type toolAnnotations struct {
 }
 
 func viewOf(t host.ToolInfo) toolView {
-	return toolView{
+	v := toolView{
 		Name: t.Name, Description: t.Description, Parameters: t.Parameters,
 		Plugin: t.Plugin, Version: t.Version,
+		OutputSchema: t.OutputSchema, NeedsApproval: t.NeedsApproval,
 	}
+	if a := t.Annotations; a != nil {
+		v.Title = a.Title
+		v.Annotations = &toolAnnotations{ReadOnly: a.ReadOnly, Destructive: a.Destructive, Idempotent: a.Idempotent, OpenWorld: a.OpenWorld}
+	}
+	return v
 }
 
 func viewsOf(tools []host.ToolInfo) []toolView {

@@ -34,7 +34,7 @@ func (g *globalOptions) openGovernance(st *store.Store) (*governance, error) {
 		timeout = govern.DefaultApprovalTimeout
 	}
 	gv.gov, err = govern.New(govern.Options{
-		Store: st, ApprovalTimeout: timeout, Audit: gv.rec, Logger: g.logger,
+		Store: st, ApprovalTimeout: timeout, Audit: gv.rec, Logger: g.logger, NoApprover: !g.servesControl,
 		Hooks: func() []govern.HookTarget {
 			if gv.h == nil {
 				return nil

@@ -31,6 +31,10 @@ type Options struct {
 	Hooks HookSource
 	// ApprovalTimeout bounds an "ask"; 0 means DefaultApprovalTimeout.
 	ApprovalTimeout time.Duration
+	// NoApprover says nobody can answer an "ask" here (a one-shot process
+	// that serves no control socket): such calls are denied at once, with
+	// a message that says where they can be approved.
+	NoApprover bool
 	// Audit records policy changes and approval decisions; nil records
 	// nothing.
 	Audit  ChangeRecorder
@@ -182,6 +186,10 @@ func (g *Governor) beforeCall(ctx context.Context, c *host.CallInfo) (host.Verdi
 	}
 	if eff.Action != store.PolicyAsk {
 		return v, nil
+	}
+	if g.opts.NoApprover {
+		v.DecidedBy = "policy " + eff.Source
+		return denied(v, "%s needs a person's approval (%s), and nobody can be asked in this process: call it through a running `toolhost serve` (or `toolhost mcp`), where `toolhost approvals approve ID` or the MCP client's user decides", c.Tool.Name, eff.Source)
 	}
 	g.metrics.decisions.WithLabelValues("asked").Inc()
 	out, err := g.approvals.Ask(ctx, Pending{Tool: c.Tool.Name, Plugin: c.Plugin, Arguments: args, Entry: string(c.Entry)})

@@ -258,3 +258,13 @@ func TestOutputSchema(t *testing.T) {
 		}
 	}
 }
+
+func TestNoApproverDeniesAsk(t *testing.T) {
+	e := newEnv(t, false)
+	e.g.opts.NoApprover = true
+	_, err := e.g.BeforeCall(context.Background(), call(noteTool, `{"id":"1"}`))
+	wantDenied(t, err, "nobody can be asked in this process", "toolhost serve")
+	if len(e.g.Approvals().List()) != 0 {
+		t.Fatal("a call waits where nobody can approve it")
+	}
+}
