@@ -1,7 +1,8 @@
 # toolhost — the Makefile mirrors CI (.ci/run calls `make test`).
 GO      ?= go
 BIN     := build/toolhost
-PLUGINS := time fs fetch
+PLUGINS := time fs fetch guard notes
+AS_PLUGINS := text
 GOFLAGS_TEST ?= -race -count=1 -timeout 8m
 FUZZTIME ?= 10s
 
@@ -13,13 +14,24 @@ build:
 	$(GO) build -trimpath -o $(BIN) ./cmd/toolhost
 
 # One unsigned bundle per sample plugin: build/plugins/<name>.plugin
-plugins: build $(PLUGINS:%=build/plugins/%.plugin)
+plugins: build $(PLUGINS:%=build/plugins/%.plugin) $(AS_PLUGINS:%=build/plugins/%.plugin)
 
 build/plugins/%.plugin: $(BIN) sample-plugins/%/plugin.json $(wildcard sample-plugins/*/*.go sample-plugins/internal/*/*.go) sample-plugins/go.mod
 	@mkdir -p build/plugins/$*
 	cd sample-plugins/$* && GOOS=wasip1 GOARCH=wasm $(GO) build -trimpath -buildmode=c-shared -o ../../build/plugins/$*/plugin.wasm .
 	cp sample-plugins/$*/plugin.json build/plugins/$*/plugin.json
 	$(BIN) plugin pack build/plugins/$* -o $@
+
+# AssemblyScript samples: the compiler and @extism/as-pdk come from the
+# committed package-lock.json (npm ci), never from whatever is newest.
+sample-plugins/%/node_modules/.package-lock.json: sample-plugins/%/package-lock.json
+	cd sample-plugins/$* && npm ci --no-audit --no-fund --loglevel=error
+
+build/plugins/text.plugin: $(BIN) sample-plugins/text/plugin.json sample-plugins/text/asconfig.json $(wildcard sample-plugins/text/assembly/*.ts) sample-plugins/text/node_modules/.package-lock.json
+	@mkdir -p build/plugins/text
+	cd sample-plugins/text && npx --no-install asc assembly/index.ts --config asconfig.json --target release --outFile ../../build/plugins/text/plugin.wasm
+	cp sample-plugins/text/plugin.json build/plugins/text/plugin.json
+	$(BIN) plugin pack build/plugins/text -o $@
 
 # The main job on the embedded default: a demo curator signs the samples, a
 # demo home trusts the key, installs them and calls a tool.
@@ -43,8 +55,15 @@ check: lint
 	$(GO) mod tidy && git diff --exit-code go.mod go.sum
 	cd sample-plugins && $(GO) mod tidy && git diff --exit-code go.mod go.sum
 
+# The side-by-side table (test/bench): one BENCH line per row, each figure
+# the median of BENCHCOUNT runs; the raw `go test -bench` output stays in
+# build/bench.txt.
+BENCHTIME ?= 1s
+BENCHCOUNT ?= 3
 bench: plugins
-	$(GO) test -run '^$$' -bench . -benchmem ./...
+	@mkdir -p build
+	@$(GO) test -v -run '^$$' -bench . -benchmem -benchtime $(BENCHTIME) -count $(BENCHCOUNT) -timeout 20m ./test/bench/ > build/bench.txt; \
+	  status=$$?; awk -f scripts/benchfmt.awk build/bench.txt; exit $$status
 
 # Every fuzz target, FUZZTIME each (make fuzz FUZZTIME=10m for long runs).
 # The official MCP conformance suite (0.1.16 and 0.2.0-alpha, pinned in

@@ -287,21 +287,39 @@ func WriteKeyPair(dir, name string, passphrase []byte) (pubPath, keyPath string,
 	return pubPath, keyPath, priv.Public(), nil
 }
 
+// writeNew writes path atomically and never over an existing file: the
+// data goes to a temporary file (O_EXCL, perm) that is synced and then
+// hard-linked to path, which fails if path exists. A crash leaves either
+// no file or the whole one.
 func writeNew(path string, data []byte, perm os.FileMode) error {
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, perm)
+	if _, err := os.Lstat(path); err == nil {
+		return fmt.Errorf("curator: %s already exists; refusing to overwrite a key (choose another name or --out)", path)
+	}
+	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp*")
 	if err != nil {
+		return fmt.Errorf("curator: %w", err)
+	}
+	defer os.Remove(tmp.Name())
+	if err := tmp.Chmod(perm); err != nil {
+		tmp.Close()
+		return fmt.Errorf("curator: %w", err)
+	}
+	if _, err := tmp.Write(data); err != nil {
+		tmp.Close()
+		return fmt.Errorf("curator: write %s: %w", path, err)
+	}
+	if err := tmp.Sync(); err != nil {
+		tmp.Close()
+		return fmt.Errorf("curator: sync %s: %w", path, err)
+	}
+	if err := tmp.Close(); err != nil {
+		return fmt.Errorf("curator: %w", err)
+	}
+	if err := os.Link(tmp.Name(), path); err != nil {
 		if errors.Is(err, os.ErrExist) {
 			return fmt.Errorf("curator: %s already exists; refusing to overwrite a key (choose another name or --out)", path)
 		}
 		return fmt.Errorf("curator: %w", err)
 	}
-	if _, err := f.Write(data); err != nil {
-		f.Close()
-		return fmt.Errorf("curator: write %s: %w", path, err)
-	}
-	if err := f.Sync(); err != nil {
-		f.Close()
-		return fmt.Errorf("curator: sync %s: %w", path, err)
-	}
-	return f.Close()
+	return nil
 }

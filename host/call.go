@@ -32,10 +32,25 @@ func WithEntry(ctx context.Context, e Entry) context.Context {
 
 // EntryOf returns the entry point ctx was labelled with, EntryGo if none.
 func EntryOf(ctx context.Context) Entry {
-	if e, ok := ctx.Value(entryKey{}).(Entry); ok && e != "" {
+	if e, ok := LookupEntry(ctx); ok {
 		return e
 	}
 	return EntryGo
+}
+
+// LookupEntry returns the entry point ctx was labelled with, if any.
+func LookupEntry(ctx context.Context) (Entry, bool) {
+	e, ok := ctx.Value(entryKey{}).(Entry)
+	return e, ok && e != ""
+}
+
+// ParseEntry returns the Entry named s, if it is one.
+func ParseEntry(s string) (Entry, bool) {
+	switch e := Entry(s); e {
+	case EntryHTTP, EntryMCPHTTP, EntryMCPStdio, EntryCLI, EntryGo:
+		return e, true
+	}
+	return "", false
 }
 
 // CallInfo is what the pipeline knows about a call once its arguments are
@@ -88,8 +103,14 @@ type CallRecord struct {
 	Digest   signing.Digest
 	// ArgumentsSHA256 is the hex sha256 of the arguments as received.
 	ArgumentsSHA256 string
-	Decision        string // from the Verdict; "" when no Governor ran
-	DecidedBy       string
+	// Arguments are the arguments as received. They are the user's data:
+	// an observer keeps or logs them only when the operator asked for it.
+	Arguments json.RawMessage
+	// Waited is how long the call waited for a person to approve it (from
+	// the Verdict); it is not part of the tool's deadline.
+	Waited    time.Duration
+	Decision  string // from the Verdict; "" when no Governor ran
+	DecidedBy string
 	// Outcome is "" for success, else the error code (cancelled included).
 	Outcome toolerr.Code
 	Message string

@@ -16,4 +16,14 @@
 // grants that path or host, see the environment, or outlive its deadline:
 // on timeout the call ends with a "timeout" error and the instance is
 // discarded.
+//
+// Every call, whatever its entry point (HTTP, MCP, the control socket of
+// `toolhost call`, the Go API), goes through one pipeline (Host.Call):
+// admission (a bounded queue, fair across plugins; busy only when the
+// queue is full) → argument parsing and validation under bounded cost →
+// the Governor (hooks, approvals) → the sandbox → one CallRecord to every
+// CallObserver (metrics, call log, audit). The tool's deadline runs from
+// the call's arrival, so a call ends within its timeout_ms (plus the
+// engine's grace) however long it queued; a call whose caller goes away
+// ends as cancelled.
 package host

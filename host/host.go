@@ -1,8 +1,6 @@
 package host
 
 import (
-	"bytes"
-	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -10,12 +8,11 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/toolhost/toolhost/curator"
 	"github.com/toolhost/toolhost/host/engine"
-	"github.com/toolhost/toolhost/host/toolerr"
-	"github.com/toolhost/toolhost/internal/strictjson"
 	"github.com/toolhost/toolhost/plugin"
 	"github.com/toolhost/toolhost/signing"
 	"github.com/toolhost/toolhost/store"
@@ -36,6 +33,18 @@ type Options struct {
 	AllowPrivateNetwork bool
 	// MaxArgumentBytes caps a call's arguments JSON; 0 means 1 MiB.
 	MaxArgumentBytes int
+	// MaxInFlight bounds the calls admitted at once, over every entry
+	// point; MaxInFlightPerPlugin one plugin's share of them. Calls beyond
+	// wait in a queue of at most MaxQueued calls, each until its deadline.
+	// Zero means DefaultMaxInFlight, DefaultMaxInFlightPerPlugin and
+	// DefaultMaxQueued.
+	MaxInFlight, MaxInFlightPerPlugin, MaxQueued int
+	// Governor, when set, decides on every call between argument
+	// validation and the sandbox (see Governor). SetGovernor replaces it.
+	Governor Governor
+	// Observers receive a CallRecord for every call (metrics, call log,
+	// audit), in order.
+	Observers []CallObserver
 }
 
 // Host serves the tools of the installed plugins. It is safe for
@@ -43,6 +52,14 @@ type Options struct {
 type Host struct {
 	opts Options
 	log  *slog.Logger
+	adm  *admission
+	gov  atomic.Pointer[governorBox]
+
+	// changeMu serializes every change of what is installed or trusted
+	// (Install, Remove, trust and threshold changes, Reload): the checks
+	// an install makes (tool names, rollback) and its store write happen
+	// in one critical section. Lock order: changeMu before mu.
+	changeMu sync.Mutex
 
 	mu      sync.RWMutex
 	trust   curator.TrustSet
@@ -75,11 +92,22 @@ func New(opts Options) (*Host, error) {
 	if opts.MaxArgumentBytes <= 0 {
 		opts.MaxArgumentBytes = 1 << 20
 	}
+	if opts.MaxInFlight <= 0 {
+		opts.MaxInFlight = DefaultMaxInFlight
+	}
+	if opts.MaxInFlightPerPlugin <= 0 {
+		opts.MaxInFlightPerPlugin = DefaultMaxInFlightPerPlugin
+	}
+	if opts.MaxQueued <= 0 {
+		opts.MaxQueued = DefaultMaxQueued
+	}
 	log := opts.Logger
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
 	h := &Host{opts: opts, log: log, plugins: map[string]*loaded{}, tools: map[string]*toolRef{}, changed: make(chan struct{})}
+	h.adm = newAdmission(opts.MaxInFlight, opts.MaxInFlightPerPlugin, opts.MaxQueued)
+	h.SetGovernor(opts.Governor)
 	if err := h.Reload(); err != nil {
 		return nil, err
 	}
@@ -89,6 +117,13 @@ func New(opts Options) (*Host, error) {
 // Reload re-reads the trust store and every installed plugin, verifying
 // each again. Compiled modules of unchanged plugins are kept.
 func (h *Host) Reload() error {
+	h.changeMu.Lock()
+	defer h.changeMu.Unlock()
+	return h.reload()
+}
+
+// reload is Reload with changeMu held.
+func (h *Host) reload() error {
 	ts, err := h.opts.Store.TrustSet()
 	if err != nil {
 		return fmt.Errorf("host: read trust store: %w", err)
@@ -218,6 +253,10 @@ type ToolInfo struct {
 	Parameters  json.RawMessage `json:"parameters"`
 	Plugin      string          `json:"plugin"`
 	Version     string          `json:"version"`
+	// Optional, as signed (see plugin.Tool).
+	OutputSchema  json.RawMessage     `json:"output_schema,omitempty"`
+	Annotations   *plugin.Annotations `json:"annotations,omitempty"`
+	NeedsApproval bool                `json:"needs_approval,omitempty"`
 }
 
 // Tools lists the tools of every available plugin, sorted by name.
@@ -233,105 +272,11 @@ func (h *Host) Tools() []ToolInfo {
 		out = append(out, ToolInfo{
 			Name: name, Description: ref.tool.Description, Parameters: ref.tool.Parameters,
 			Plugin: ref.plugin.name, Version: ref.plugin.manifest.Version,
+			OutputSchema: ref.tool.OutputSchema, Annotations: ref.tool.Annotations, NeedsApproval: ref.tool.NeedsApproval,
 		})
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
 	return out
-}
-
-// Call validates args against the tool's schema and runs the tool. The
-// result is the tool's output when it is JSON, else the output as a JSON
-// string. Failures are *Error values.
-func (h *Host) Call(ctx context.Context, tool string, args []byte) (json.RawMessage, error) {
-	h.mu.RLock()
-	ref, ok := h.tools[tool]
-	h.mu.RUnlock()
-	if !ok {
-		return nil, toolerr.Errorf(toolerr.CodeToolNotFound, "no tool named %q is installed; list the available tools first", tool)
-	}
-	if err := ref.plugin.available(h.opts.Now(), h.opts.AllowUnsigned); err != nil {
-		return nil, toolerr.Errorf(toolerr.CodeUnavailable, "tool %q cannot run: plugin %s: %v", tool, ref.plugin.name, err)
-	}
-	input, err := h.checkArguments(ref, args)
-	if err != nil {
-		return nil, err
-	}
-	mod, err := ref.plugin.module(ctx, h.opts.Engine, h.opts.AllowPrivateNetwork)
-	if err != nil {
-		return nil, err
-	}
-	out, err := mod.Call(ctx, ref.tool.Export, input)
-	if err != nil {
-		var se *toolerr.Error
-		if !errors.As(err, &se) {
-			err = toolerr.Errorf(toolerr.CodeInternal, "%v", err)
-		}
-		return nil, err
-	}
-	return resultJSON(out), nil
-}
-
-func (h *Host) checkArguments(ref *toolRef, args []byte) ([]byte, error) {
-	args = bytes.TrimSpace(args)
-	if len(args) == 0 {
-		args = []byte("{}")
-	}
-	if len(args) > h.opts.MaxArgumentBytes {
-		return nil, toolerr.Errorf(toolerr.CodeInvalidArguments, "arguments are %d bytes, the limit is %d", len(args), h.opts.MaxArgumentBytes)
-	}
-	if args[0] != '{' {
-		return nil, toolerr.Errorf(toolerr.CodeInvalidArguments, "arguments must be a JSON object")
-	}
-	// Duplicate keys would let the schema validator and the plugin read
-	// different values from the same arguments.
-	if err := strictjson.Check(args, strictjson.Any{}); err != nil {
-		msg := strings.TrimPrefix(err.Error(), strictjson.ErrInvalid.Error()+": ")
-		return nil, toolerr.Errorf(toolerr.CodeInvalidArguments, "arguments are not valid JSON: %s", msg)
-	}
-	dec := json.NewDecoder(bytes.NewReader(args))
-	dec.UseNumber()
-	var v any
-	if err := dec.Decode(&v); err != nil {
-		return nil, toolerr.Errorf(toolerr.CodeInvalidArguments, "arguments are not valid JSON: %v", err)
-	}
-	if err := checkDepth(v, 0); err != nil {
-		return nil, err
-	}
-	if err := ref.schema.Validate(v); err != nil {
-		return nil, toolerr.Errorf(toolerr.CodeInvalidArguments, "%v", err)
-	}
-	return args, nil
-}
-
-const maxArgumentDepth = 64
-
-func checkDepth(v any, depth int) error {
-	if depth > maxArgumentDepth {
-		return toolerr.Errorf(toolerr.CodeInvalidArguments, "arguments are nested deeper than %d levels", maxArgumentDepth)
-	}
-	switch t := v.(type) {
-	case map[string]any:
-		for _, c := range t {
-			if err := checkDepth(c, depth+1); err != nil {
-				return err
-			}
-		}
-	case []any:
-		for _, c := range t {
-			if err := checkDepth(c, depth+1); err != nil {
-				return err
-			}
-		}
-	}
-	return nil
-}
-
-func resultJSON(out []byte) json.RawMessage {
-	if trimmed := bytes.TrimSpace(out); len(trimmed) > 0 && json.Valid(trimmed) {
-		return json.RawMessage(trimmed)
-	}
-	s, _ := json.Marshal(string(out))
-	return s
 }
 
 // PluginInfo describes an installed plugin.

@@ -26,11 +26,16 @@ type rig struct {
 	host *host.Host
 	pool *worker.Pool
 	key  signing.PrivateKey
+	// store is the host's store (TestConcurrentInstalls reopens it).
+	store *store.Store
 }
 
 type rigOptions struct {
 	workers      int
 	allowPrivate bool
+	// host holds further host options (admission, governor, observers);
+	// Store, Engine and AllowPrivateNetwork are the rig's.
+	host host.Options
 }
 
 func newRig(t testing.TB, o rigOptions) *rig {
@@ -62,7 +67,9 @@ func newRig(t testing.TB, o rigOptions) *rig {
 			t.Errorf("pool.Close: %v", err)
 		}
 	})
-	h, err := host.New(host.Options{Store: st, Engine: pool, AllowPrivateNetwork: o.allowPrivate})
+	hopts := o.host
+	hopts.Store, hopts.Engine, hopts.AllowPrivateNetwork = st, pool, o.allowPrivate
+	h, err := host.New(hopts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -74,7 +81,7 @@ func newRig(t testing.TB, o rigOptions) *rig {
 	if err := h.AddTrustedKey("hostile-suite", key.Public()); err != nil {
 		t.Fatal(err)
 	}
-	return &rig{t: t, host: h, pool: pool, key: key}
+	return &rig{t: t, host: h, pool: pool, key: key, store: st}
 }
 
 // pluginDef is one plugin to install: its wasm and one tool per export.
@@ -84,6 +91,11 @@ type pluginDef struct {
 	exports []string // tool i is named name + "_" + exports[i] (or "echo")
 	limits  plugin.Limits
 	hosts   []string
+	version string // "" is 1.0.0
+	// tools names the tools (one per export) instead of name_export;
+	// params is every tool's parameter schema instead of {"type":"object"}.
+	tools  []string
+	params string
 }
 
 // toolName is the tool a test calls for export of plugin name.
@@ -99,15 +111,27 @@ func (r *rig) bundle(d pluginDef) *plugin.Bundle {
 		Parameters  json.RawMessage `json:"parameters"`
 	}
 	var tools []tool
-	for _, e := range d.exports {
-		tools = append(tools, tool{Name: toolName(d.name, e), Description: "hostile corpus: " + d.name + "." + e, Export: e, Parameters: json.RawMessage(`{"type":"object"}`)})
+	params := d.params
+	if params == "" {
+		params = `{"type":"object"}`
+	}
+	for i, e := range d.exports {
+		name := toolName(d.name, e)
+		if i < len(d.tools) {
+			name = d.tools[i]
+		}
+		tools = append(tools, tool{Name: name, Description: "hostile corpus: " + d.name + "." + e, Export: e, Parameters: json.RawMessage(params)})
+	}
+	version := d.version
+	if version == "" {
+		version = "1.0.0"
 	}
 	hosts := d.hosts
 	if hosts == nil {
 		hosts = []string{}
 	}
 	manifest, err := json.Marshal(map[string]any{
-		"name": d.name, "version": "1.0.0", "description": "hostile corpus plugin " + d.name, "wasm": "plugin.wasm",
+		"name": d.name, "version": version, "description": "hostile corpus plugin " + d.name, "wasm": "plugin.wasm",
 		"tools": tools, "limits": d.limits,
 		"permissions": map[string]any{"allowed_hosts": hosts, "allowed_paths": map[string]string{}},
 	})

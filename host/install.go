@@ -44,7 +44,46 @@ type InstallReport struct {
 // against the rollback high-water mark, checks that its module compiles
 // and exports every tool, and stores it durably. The plugin's tools are
 // callable when Install returns.
+//
+// Installs are serialized with every other change: the trust, tool-name
+// and rollback checks run again inside the critical section that writes
+// the store, so of two concurrent installs whose tools collide exactly one
+// succeeds, and a version accepted after a higher one was is refused.
+// Compiling the module runs inside it too: wazero's shared compilation
+// cache miscounts concurrent compiles of the same module (wazero#2459) and
+// a concurrent install of identical wasm crashed the in-process engine.
 func (h *Host) Install(ctx context.Context, b *plugin.Bundle, opts InstallOptions) (InstallReport, error) {
+	h.changeMu.Lock()
+	defer h.changeMu.Unlock()
+	rep, err := h.checkInstall(b, opts)
+	if err != nil || rep.Unchanged {
+		return rep, err
+	}
+	if err := h.checkModule(ctx, b); err != nil {
+		return rep, err
+	}
+	m := b.Manifest()
+	sum := b.WasmSHA256()
+	rec := store.PluginRecord{
+		Name: m.Name, Version: m.Version, Digest: rep.Digest, Manifest: b.ManifestBytes,
+		WasmSHA256: hex.EncodeToString(sum[:]), Signatures: plugin.EncodeSignaturesJSON(b.Signatures),
+		InstalledAt: h.opts.Now().UTC().Truncate(time.Second),
+	}
+	high := m.Version
+	if hw, ok, err := h.opts.Store.HighWater(m.Name); err != nil {
+		return rep, err
+	} else if ok && higher(hw, m.Version) {
+		high = hw
+	}
+	if err := h.opts.Store.PutPlugin(rec, b.Wasm, high); err != nil {
+		return rep, err
+	}
+	return rep, h.reload()
+}
+
+// checkInstall makes every check of Install that depends on what is
+// installed and trusted now.
+func (h *Host) checkInstall(b *plugin.Bundle, opts InstallOptions) (InstallReport, error) {
 	m := b.Manifest()
 	rep := InstallReport{Name: m.Name, Version: m.Version, Digest: b.Digest()}
 	rep.Decision = h.Evaluate(b)
@@ -67,28 +106,10 @@ func (h *Host) Install(ctx context.Context, b *plugin.Bundle, opts InstallOption
 	if err := h.checkToolNames(m); err != nil {
 		return rep, err
 	}
-	if err := h.checkModule(ctx, b); err != nil {
-		return rep, err
-	}
 	if plugin.Widens(rep.Changes) && !opts.AcceptWidening {
 		return rep, fmt.Errorf("%w: %s %s asks for permissions %s did not have", ErrWidening, m.Name, m.Version, rep.Previous.Version)
 	}
-	sum := b.WasmSHA256()
-	rec := store.PluginRecord{
-		Name: m.Name, Version: m.Version, Digest: rep.Digest, Manifest: b.ManifestBytes,
-		WasmSHA256: hex.EncodeToString(sum[:]), Signatures: plugin.EncodeSignaturesJSON(b.Signatures),
-		InstalledAt: h.opts.Now().UTC().Truncate(time.Second),
-	}
-	high := m.Version
-	if hw, ok, err := h.opts.Store.HighWater(m.Name); err != nil {
-		return rep, err
-	} else if ok && higher(hw, m.Version) {
-		high = hw
-	}
-	if err := h.opts.Store.PutPlugin(rec, b.Wasm, high); err != nil {
-		return rep, err
-	}
-	return rep, h.Reload()
+	return rep, nil
 }
 
 func higher(a, b string) bool {
@@ -152,51 +173,63 @@ func (h *Host) checkModule(ctx context.Context, b *plugin.Bundle) error {
 
 // Remove uninstalls a plugin. Its rollback high-water mark is kept.
 func (h *Host) Remove(name string) error {
+	h.changeMu.Lock()
+	defer h.changeMu.Unlock()
 	if err := h.opts.Store.RemovePlugin(name); err != nil {
 		if errors.Is(err, store.ErrNotFound) {
 			return fmt.Errorf("%w: %q (see `toolhost plugin list`)", ErrNotInstalled, name)
 		}
 		return err
 	}
-	return h.Reload()
+	return h.reload()
 }
 
 // AddTrustedKey trusts a curator key and re-evaluates every plugin.
 func (h *Host) AddTrustedKey(name string, key signing.PublicKey) error {
+	h.changeMu.Lock()
+	defer h.changeMu.Unlock()
 	if err := h.opts.Store.AddTrustedKey(curator.TrustedKey{Name: name, Key: key, AddedAt: h.opts.Now()}); err != nil {
 		return err
 	}
-	return h.Reload()
+	return h.reload()
 }
 
 // RemoveTrustedKey stops trusting a key and re-evaluates every plugin.
 func (h *Host) RemoveTrustedKey(id signing.KeyID) error {
+	h.changeMu.Lock()
+	defer h.changeMu.Unlock()
 	if err := h.opts.Store.RemoveTrustedKey(id); err != nil {
 		return err
 	}
-	return h.Reload()
+	return h.reload()
 }
 
 // Revoke revokes a key; plugins that relied on it become unavailable now.
 func (h *Host) Revoke(id signing.KeyID) error {
+	h.changeMu.Lock()
+	defer h.changeMu.Unlock()
 	if err := h.opts.Store.Revoke(id, h.opts.Now()); err != nil {
 		return err
 	}
-	return h.Reload()
+	return h.reload()
 }
 
 // Unrevoke lifts a revocation.
 func (h *Host) Unrevoke(id signing.KeyID) error {
+	h.changeMu.Lock()
+	defer h.changeMu.Unlock()
 	if err := h.opts.Store.Unrevoke(id); err != nil {
 		return err
 	}
-	return h.Reload()
+	return h.reload()
 }
 
 // SetThreshold sets how many distinct trusted curators must have signed.
 func (h *Host) SetThreshold(n int) error {
+	h.changeMu.Lock()
+	defer h.changeMu.Unlock()
 	if err := h.opts.Store.SetThreshold(n); err != nil {
 		return err
 	}
-	return h.Reload()
+	return h.reload()
 }

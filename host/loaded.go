@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/subtle"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"slices"
 	"sync"
@@ -38,7 +39,7 @@ type loaded struct {
 	// expiries of the signatures that count, for cheap re-checks per call.
 	validUntil time.Time
 	mod        engine.Module
-	compileErr error
+	compileErr *toolerr.Error
 }
 
 // loadRecord re-verifies a stored plugin from its exact bytes.
@@ -130,8 +131,9 @@ func (l *loaded) available(now time.Time, allowUnsigned bool) error {
 	return nil
 }
 
-// module compiles the plugin on first use.
-func (l *loaded) module(ctx context.Context, engine engine.Engine, allowPrivate bool) (engine.Module, error) {
+// module compiles the plugin on first use. A compile that ctx cut short
+// is not remembered: the next call tries again.
+func (l *loaded) module(ctx context.Context, eng engine.Engine, allowPrivate bool) (engine.Module, *toolerr.Error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.mod != nil {
@@ -140,10 +142,14 @@ func (l *loaded) module(ctx context.Context, engine engine.Engine, allowPrivate 
 	if l.compileErr != nil {
 		return nil, l.compileErr
 	}
-	mod, err := engine.Compile(ctx, l.spec(allowPrivate))
+	mod, err := eng.Compile(ctx, l.spec(allowPrivate))
 	if err != nil {
-		if se, ok := err.(*toolerr.Error); ok {
-			l.compileErr = se
+		if ctx.Err() != nil {
+			return nil, engineError(err, ctx, ctx, time.Duration(l.manifest.Limits.Effective().TimeoutMS)*time.Millisecond)
+		}
+		var te *toolerr.Error
+		if errors.As(err, &te) {
+			l.compileErr = te
 		} else {
 			l.compileErr = toolerr.Errorf(toolerr.CodeInvalidModule, "plugin %s: %v", l.name, err)
 		}
@@ -154,13 +160,9 @@ func (l *loaded) module(ctx context.Context, engine engine.Engine, allowPrivate 
 }
 
 func (l *loaded) spec(allowPrivate bool) engine.Spec {
-	exports := make([]string, len(l.manifest.Tools))
-	for i, t := range l.manifest.Tools {
-		exports[i] = t.Export
-	}
 	return engine.Spec{
 		Key: l.digest.String(), Name: l.name, Wasm: l.wasm,
-		Limits: l.manifest.Limits.Effective(), Permissions: l.manifest.Permissions, Exports: exports,
+		Limits: l.manifest.Limits.Effective(), Permissions: l.manifest.Permissions, Exports: l.manifest.Exports(),
 		AllowPrivateNetwork: allowPrivate, ReuseInstances: l.manifest.ReuseInstances,
 	}
 }

@@ -19,6 +19,7 @@ import (
 // keeps the promises of the format and survives a re-encode by Go.
 func FuzzParseManifest(f *testing.F) {
 	f.Add([]byte(baseManifest))
+	f.Add([]byte(governed(f)))
 	if tiny, err := os.ReadFile("testdata/tiny/plugin.json"); err == nil {
 		f.Add(tiny)
 	}
@@ -52,7 +53,7 @@ func FuzzParseManifest(f *testing.F) {
 		if err != nil {
 			t.Fatalf("accepted %q but not its re-encoding %q: %v", data, again, err)
 		}
-		if diff := cmp.Diff(m, m2, cmp.Comparer(sameJSON), cmpopts.EquateEmpty()); diff != "" {
+		if diff := cmp.Diff(m, m2, cmp.Comparer(sameJSON), notRaw(cmpopts.EquateEmpty())); diff != "" {
 			t.Fatalf("re-encoding changed the manifest:\n%s", diff)
 		}
 
@@ -67,7 +68,19 @@ func FuzzParseManifest(f *testing.F) {
 	})
 }
 
+// notRaw keeps opt away from json.RawMessage values, which sameJSON
+// compares (two options for one value make cmp panic).
+func notRaw(opt cmp.Option) cmp.Option {
+	return cmp.FilterValues(func(x, y any) bool {
+		_, raw := x.(json.RawMessage)
+		return !raw
+	}, opt)
+}
+
 func sameJSON(a, b json.RawMessage) bool {
+	if len(a) == 0 || len(b) == 0 {
+		return len(a) == len(b)
+	}
 	var x, y any
 	return json.Unmarshal(a, &x) == nil && json.Unmarshal(b, &y) == nil && cmp.Equal(x, y)
 }

@@ -6,8 +6,8 @@ import (
 	"fmt"
 	"path"
 	"regexp"
+	"slices"
 	"strings"
-	"unicode"
 
 	"github.com/toolhost/toolhost/internal/strictjson"
 )
@@ -28,6 +28,9 @@ const (
 	MaxDescriptionLen  = 4096
 	MaxAllowedHosts    = 64
 	MaxAllowedPaths    = 16
+	MaxHooks           = 16
+	MaxHookGlobs       = 64
+	MaxHookPriority    = 1_000_000
 	DefaultMemoryPages = 256 // 16 MiB
 	DefaultTimeoutMS   = 1000
 	DefaultOutputBytes = 1 << 20
@@ -48,6 +51,9 @@ type Manifest struct {
 	// for speed (a Go guest's runtime starts once instead of per call), so
 	// it is off unless the signed manifest asks for it.
 	ReuseInstances bool `json:"reuse_instances,omitempty"`
+	// Hooks make the plugin a policy plugin: its exports are called around
+	// other plugins' tool calls (see Hook).
+	Hooks []Hook `json:"hooks,omitempty"`
 }
 
 // Tool is one tool definition.
@@ -58,6 +64,73 @@ type Tool struct {
 	Export string `json:"export,omitempty"`
 	// Parameters is the JSON Schema of the arguments, exactly as signed.
 	Parameters json.RawMessage `json:"parameters"`
+	// OutputSchema, when set, is the JSON Schema (root "type": "object")
+	// every result must satisfy; a result that does not is a plugin_error.
+	OutputSchema json.RawMessage `json:"output_schema,omitempty"`
+	// Annotations describe the tool's behaviour to clients (MCP tool
+	// annotations). They are hints to a client, but destructive also makes
+	// the default approval policy "ask".
+	Annotations *Annotations `json:"annotations,omitempty"`
+	// NeedsApproval makes the default approval policy of the tool "ask".
+	NeedsApproval bool `json:"needs_approval,omitempty"`
+}
+
+// Annotations are the MCP tool annotations, in the manifest's snake_case.
+type Annotations struct {
+	Title       string `json:"title,omitempty"`
+	ReadOnly    bool   `json:"read_only,omitempty"`
+	Destructive bool   `json:"destructive,omitempty"`
+	Idempotent  bool   `json:"idempotent,omitempty"`
+	OpenWorld   bool   `json:"open_world,omitempty"`
+}
+
+// Destructive reports whether the tool is annotated destructive.
+func (t *Tool) Destructive() bool { return t.Annotations != nil && t.Annotations.Destructive }
+
+// Hook events.
+const (
+	HookBeforeCall = "before_call"
+	HookAfterCall  = "after_call"
+)
+
+// Hook is one export of a policy plugin that the host calls around the
+// calls of the tools its globs match. before_call gets
+// {"tool","plugin","arguments","entry"} and answers {"action":"allow"},
+// {"action":"deny","reason":…} or {"action":"rewrite","arguments":{…}};
+// after_call gets {"tool","plugin","arguments","result"} and answers
+// {"result":…} or a deny. Hooks run in ascending Priority, ties by plugin
+// name.
+type Hook struct {
+	Event  string `json:"event"`
+	Export string `json:"export"`
+	// Tools are globs (path.Match syntax: * and ?) over tool names.
+	Tools    []string `json:"tools"`
+	Priority int      `json:"priority,omitempty"`
+}
+
+// Sees reports whether the hook is called for the tool named tool.
+func (h *Hook) Sees(tool string) bool {
+	for _, g := range h.Tools {
+		if MatchGlob(g, tool) {
+			return true
+		}
+	}
+	return false
+}
+
+// MatchGlob reports whether a tool-name glob (* and ? wildcards) matches
+// name. A malformed glob matches nothing.
+func MatchGlob(glob, name string) bool {
+	ok, err := path.Match(glob, name)
+	return err == nil && ok
+}
+
+// ValidGlob checks a tool-name glob: tool-name characters plus * and ?.
+func ValidGlob(glob string) error {
+	if !globRE.MatchString(glob) {
+		return fmt.Errorf("%q is not a tool-name glob: use up to 64 of a-z A-Z 0-9 _ - and the wildcards * and ?", truncate(glob))
+	}
+	return nil
 }
 
 // Limits bound every call of the plugin's tools. Zero means the default.
@@ -88,6 +161,22 @@ var manifestShape = strictjson.Object{
 		"description": strictjson.Any{},
 		"export":      strictjson.Any{},
 		"parameters":  strictjson.Any{},
+		// output_schema is a schema: Any still refuses duplicate keys.
+		"output_schema": strictjson.Any{},
+		"annotations": strictjson.Object{
+			"title":       strictjson.Any{},
+			"read_only":   strictjson.Any{},
+			"destructive": strictjson.Any{},
+			"idempotent":  strictjson.Any{},
+			"open_world":  strictjson.Any{},
+		},
+		"needs_approval": strictjson.Any{},
+	}},
+	"hooks": strictjson.ArrayOf{Elem: strictjson.Object{
+		"event":    strictjson.Any{},
+		"export":   strictjson.Any{},
+		"tools":    strictjson.ArrayOf{Elem: strictjson.Any{}},
+		"priority": strictjson.Any{},
 	}},
 	"limits": strictjson.Object{
 		"memory_pages":     strictjson.Any{},
@@ -113,6 +202,11 @@ func ParseManifest(data []byte) (*Manifest, error) {
 	if err := m.validate(); err != nil {
 		return nil, err
 	}
+	// Decoded fields were checked above; a literal hidden code point left
+	// anywhere (a pattern, a const, a key name) is refused here.
+	if err := checkRawHidden("plugin.json", data); err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrInvalidManifest, err)
+	}
 	return &m, nil
 }
 
@@ -121,6 +215,7 @@ var (
 	toolNameRE   = regexp.MustCompile(`^[a-zA-Z][a-zA-Z0-9_-]{0,63}$`)
 	exportRE     = regexp.MustCompile(`^[a-zA-Z_][a-zA-Z0-9_.-]{0,127}$`)
 	wasmFileRE   = regexp.MustCompile(`^[a-zA-Z0-9_][a-zA-Z0-9_.-]{0,127}\.wasm$`)
+	globRE       = regexp.MustCompile(`^[a-zA-Z0-9_*?-]{1,64}$`)
 	hostRE       = regexp.MustCompile(`^(\*\.)?([a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?\.)*[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$`)
 )
 
@@ -172,8 +267,63 @@ func (m *Manifest) validate() error {
 		if _, err := CompileSchema(t.Parameters); err != nil {
 			return invalid("tools[%d] (%s).parameters: %v", i, t.Name, err)
 		}
+		if t.OutputSchema != nil {
+			if _, err := CompileSchema(t.OutputSchema); err != nil {
+				return invalid("tools[%d] (%s).output_schema: %v", i, t.Name, err)
+			}
+		}
+		if t.Annotations != nil {
+			if err := checkText(fmt.Sprintf("tools[%d].annotations.title", i), t.Annotations.Title); err != nil {
+				return err
+			}
+			if len(t.Annotations.Title) > 256 {
+				return invalid("tools[%d].annotations.title is %d bytes, the limit is 256", i, len(t.Annotations.Title))
+			}
+			if t.Annotations.ReadOnly && t.Annotations.Destructive {
+				return invalid("tools[%d] (%s).annotations: read_only and destructive contradict each other; set one", i, t.Name)
+			}
+		}
+	}
+	if err := m.validateHooks(); err != nil {
+		return err
 	}
 	return m.validateLimitsAndPermissions()
+}
+
+func (m *Manifest) validateHooks() error {
+	if len(m.Hooks) > MaxHooks {
+		return invalid("hooks: %d hooks, the limit is %d", len(m.Hooks), MaxHooks)
+	}
+	seen := map[[2]string]bool{}
+	for i := range m.Hooks {
+		h := &m.Hooks[i]
+		if h.Event != HookBeforeCall && h.Event != HookAfterCall {
+			return invalid("hooks[%d].event %q: use %q or %q", i, truncate(h.Event), HookBeforeCall, HookAfterCall)
+		}
+		if !exportRE.MatchString(h.Export) {
+			return invalid("hooks[%d].export %q is not a valid export name", i, truncate(h.Export))
+		}
+		key := [2]string{h.Event, h.Export}
+		if seen[key] {
+			return invalid("hooks[%d]: %s hook %s is declared twice", i, h.Event, h.Export)
+		}
+		seen[key] = true
+		if len(h.Tools) == 0 {
+			return invalid(`hooks[%d].tools: name the tools the hook sees (globs, e.g. ["*"] for all)`, i)
+		}
+		if len(h.Tools) > MaxHookGlobs {
+			return invalid("hooks[%d].tools: %d globs, the limit is %d", i, len(h.Tools), MaxHookGlobs)
+		}
+		for _, g := range h.Tools {
+			if err := ValidGlob(g); err != nil {
+				return invalid("hooks[%d].tools: %v", i, err)
+			}
+		}
+		if h.Priority < -MaxHookPriority || h.Priority > MaxHookPriority {
+			return invalid("hooks[%d].priority %d is outside ±%d", i, h.Priority, MaxHookPriority)
+		}
+	}
+	return nil
 }
 
 func (m *Manifest) validateLimitsAndPermissions() error {
@@ -230,6 +380,24 @@ func (l Limits) Effective() Limits {
 	return l
 }
 
+// Exports lists the wasm exports the manifest calls: every tool's and
+// every hook's, each once, in manifest order.
+func (m *Manifest) Exports() []string {
+	var out []string
+	add := func(e string) {
+		if !slices.Contains(out, e) {
+			out = append(out, e)
+		}
+	}
+	for _, t := range m.Tools {
+		add(t.Export)
+	}
+	for _, h := range m.Hooks {
+		add(h.Export)
+	}
+	return out
+}
+
 // Tool returns the tool with the given name.
 func (m *Manifest) Tool(name string) (*Tool, bool) {
 	for i := range m.Tools {
@@ -252,32 +420,10 @@ func checkText(field, s string) error {
 	if len(s) > MaxDescriptionLen {
 		return invalid("%s is %d bytes, the limit is %d", field, len(s), MaxDescriptionLen)
 	}
-	for _, r := range s {
-		if hiddenRune(r) {
-			return invalid("%s contains control or bidirectional-override character %U, which can hide text from a reviewer", field, r)
-		}
+	if r, off, ok := firstHidden(s); ok {
+		return fmt.Errorf("%w: %w", ErrInvalidManifest, hiddenError(field, s, r, off))
 	}
 	return nil
-}
-
-// hiddenRune reports characters that display as nothing, or reorder what is
-// displayed, so a reviewer and a model could read different text: control
-// characters (C0, DEL and C1) except newline and tab, the Unicode bidi
-// controls, and the invisible tag characters used to smuggle instructions.
-func hiddenRune(r rune) bool {
-	switch {
-	case r == '\n' || r == '\t':
-		return false
-	case unicode.IsControl(r):
-		return true
-	case r == 0x061c || r == 0x200e || r == 0x200f: // ALM, LRM, RLM
-		return true
-	case r >= 0x202a && r <= 0x202e, r >= 0x2066 && r <= 0x2069:
-		return true
-	case r >= 0xe0000 && r <= 0xe007f: // tags
-		return true
-	}
-	return false
 }
 
 func truncate(s string) string {

@@ -130,7 +130,7 @@ func TestParseManifestValid(t *testing.T) {
 			}
 		}), nil},
 		{"newline, tab and unicode in descriptions", edit(t, func(m map[string]any) {
-			m["description"] = "Line one\n\tLine two: café, 東京, emoji 👩‍💻 (with ZWJ)"
+			m["description"] = "Line one\n\tLine two: café, 東京, emoji 👩 💻, arrows ←→"
 			tool0(m)["description"] = "ok\nok"
 		}), nil},
 		{"description at the limit", edit(t, func(m map[string]any) { tool0(m)["description"] = strings.Repeat("a", MaxDescriptionLen) }), nil},
@@ -344,8 +344,8 @@ func TestParseManifestRefusals(t *testing.T) {
 		{"duplicate path", replace(t, `"allowed_paths": {}`, `"allowed_paths": {"/a": "/x", "/a": "/y"}`), `duplicate key "/a" in $.permissions.allowed_paths`},
 
 		// Hidden characters in descriptions.
-		{"RLO in plugin description", edit(t, func(m map[string]any) { m["description"] = "abc\u202edef" }), "description contains control or bidirectional-override character U+202E"},
-		{"LRI in tool description", setTool("description", "a\u2066b"), "tools[0].description contains control or bidirectional-override character U+2066"},
+		{"RLO in plugin description", edit(t, func(m map[string]any) { m["description"] = "abc\u202edef" }), "description contains U+202E RIGHT-TO-LEFT OVERRIDE at character 4"},
+		{"LRI in tool description", setTool("description", "a\u2066b"), "tools[0].description contains U+2066 LEFT-TO-RIGHT ISOLATE at character 2"},
 		{"PDI in tool description", setTool("description", "a\u2069b"), "U+2069"},
 		{"RLM in tool description", setTool("description", "a\u200fb"), "U+200F"},
 		{"ALM in tool description", setTool("description", "a\u061cb"), "U+061C"},
@@ -404,12 +404,13 @@ func TestParseManifestRefusals(t *testing.T) {
 }
 
 func TestHiddenRune(t *testing.T) {
-	for _, r := range []rune{0, 7, '\r', 0x1b, 0x7f, 0x80, 0x85, 0x9f, 0x061c, 0x200e, 0x200f, 0x202a, 0x202e, 0x2066, 0x2069, 0xe0000, 0xe0041, 0xe007f} {
+	for _, r := range []rune{0, 7, '\r', 0x1b, 0x7f, 0x80, 0x85, 0x9f, 0x061c, 0x200e, 0x200f, 0x202a, 0x202e, 0x2066, 0x2069, 0xe0000, 0xe0041, 0xe007f,
+		0x00ad, 0x034f, 0x115f, 0x180b, 0x180e, 0x200b, 0x200c, 0x200d, 0x2028, 0x2029, 0x2060, 0x2064, 0x3164, 0xfe00, 0xfe0f, 0xfeff, 0xffa0, 0xe0001, 0xe0100, 0xe01ef} {
 		if !hiddenRune(r) {
 			t.Errorf("%U is not refused", r)
 		}
 	}
-	for _, r := range []rune{'\n', '\t', ' ', 'a', 0xa0, 0xe9, 0x200d, 0x2028, 0x1f600, 0xe0100} {
+	for _, r := range []rune{'\n', '\t', ' ', 'a', 0xa0, 0xe9, 0x3000, 0x2190, 0x1f600, 0x1f469} {
 		if hiddenRune(r) {
 			t.Errorf("%U is refused", r)
 		}

@@ -14,7 +14,12 @@ import (
 )
 
 // Schema is a compiled tool parameter schema.
-type Schema struct{ s *jsonschema.Schema }
+type Schema struct {
+	s *jsonschema.Schema
+	// costs[d] bounds the subschemas evaluated at one argument value of
+	// depth d (see analyseCost).
+	costs []int64
+}
 
 const schemaURL = "toolhost:///parameters.json"
 
@@ -38,7 +43,10 @@ func CompileSchema(raw json.RawMessage) (*Schema, error) {
 	if err := checkRefs(doc); err != nil {
 		return nil, err
 	}
-	if err := checkHidden(doc); err != nil {
+	if err := checkHidden(doc, "", false); err != nil {
+		return nil, err
+	}
+	if err := checkRawHidden("the schema", raw); err != nil {
 		return nil, err
 	}
 	c := jsonschema.NewCompiler()
@@ -51,7 +59,12 @@ func CompileSchema(raw json.RawMessage) (*Schema, error) {
 	if err != nil {
 		return nil, fmt.Errorf("not a valid schema: %v", err)
 	}
-	return &Schema{s: s}, nil
+	// After compiling, so that a malformed schema is reported as such.
+	costs, err := analyseCost(doc)
+	if err != nil {
+		return nil, err
+	}
+	return &Schema{s: s, costs: costs}, nil
 }
 
 // checkRefs refuses $ref, $dynamicRef and $schema values that point outside
@@ -96,38 +109,56 @@ func checkRefs(v any) error {
 	return nil
 }
 
-// checkHidden refuses control and bidi characters in any key or string of
-// the schema: property descriptions reach the model just as tool
-// descriptions do, and must read the same to a reviewer.
-func checkHidden(v any) error {
-	check := func(s string) error {
-		for _, r := range s {
-			if hiddenRune(r) {
-				return fmt.Errorf("%q contains control or bidirectional-override character %U, which can hide text from a reviewer", truncate(s), r)
-			}
-		}
-		return nil
-	}
+// checkHidden refuses hidden code points (hiddenRune) in any key or string
+// of the schema: property descriptions reach the model just as tool
+// descriptions do, and must read the same to a reviewer. A regular
+// expression or a constant may need one (to match an emoji presentation
+// selector, say): there, as the value of "pattern", "const" or an "enum"
+// item, or a key of "patternProperties", it is accepted — it can only have
+// come from a \u escape, since CompileSchema refuses literal ones, so the
+// reviewer sees it. path is the JSON pointer of v.
+func checkHidden(v any, path string, escapedOK bool) error {
 	switch t := v.(type) {
 	case string:
-		return check(t)
+		if r, off, ok := firstHidden(t); ok && !escapedOK {
+			return hiddenError(escapeHidden(pointerOrRoot(path)), t, r, off)
+		}
 	case map[string]any:
 		for k, child := range t {
-			if err := check(k); err != nil {
-				return err
+			p := path + "/" + pointerEscaper.Replace(k)
+			if r, off, ok := firstHidden(k); ok && !escapedOK {
+				return hiddenError("the key "+escapeHidden(pointerOrRoot(p)), k, r, off)
 			}
-			if err := checkHidden(child); err != nil {
+			childOK := k == "pattern" || k == "const" || k == "enum"
+			if k == "patternProperties" {
+				if m, ok := child.(map[string]any); ok {
+					for pk, pv := range m {
+						if err := checkHidden(pv, p+"/"+pk, false); err != nil {
+							return err
+						}
+					}
+					continue
+				}
+			}
+			if err := checkHidden(child, p, childOK); err != nil {
 				return err
 			}
 		}
 	case []any:
-		for _, child := range t {
-			if err := checkHidden(child); err != nil {
+		for i, child := range t {
+			if err := checkHidden(child, fmt.Sprintf("%s/%d", path, i), escapedOK); err != nil {
 				return err
 			}
 		}
 	}
 	return nil
+}
+
+func pointerOrRoot(p string) string {
+	if p == "" {
+		return "the schema"
+	}
+	return p
 }
 
 type noRemoteLoader struct{}

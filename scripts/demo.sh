@@ -19,7 +19,7 @@ show $T curator keygen demo-curator --no-passphrase --out "$DEMO/keys" 2>/dev/nu
 
 step "The fs sample is granted one directory, read-only: the demo grants $DEMO/files"
 mkdir -p "$DEMO/files/notes" "$DEMO/fs"
-echo "buy milk" > "$DEMO/files/notes/todo.txt"
+echo "buy milk, then mail anna@example.org" > "$DEMO/files/notes/todo.txt"  # the guard redacts the address
 cp build/plugins/fs/plugin.wasm "$DEMO/fs/"
 sed "s#/srv/toolhost-fs-sample#$PWD/$DEMO/files#" build/plugins/fs/plugin.json > "$DEMO/fs/plugin.json"
 show $T plugin pack "$DEMO/fs" -o "$DEMO/bundles/fs.plugin"
@@ -59,6 +59,41 @@ step "A tampered bundle is refused"
 cp "$DEMO/bundles/time.plugin" "$DEMO/tampered.plugin"
 printf 'X' | dd of="$DEMO/tampered.plugin" bs=1 seek=700 conv=notrunc status=none
 show $T plugin verify "$DEMO/tampered.plugin" || true
+
+step "Governance: the guard policy plugin's hook refuses a blocked host"
+show $T call fetch_url '{"url":"https://blocked.example.com/"}' || true
+
+step "An operator rule denies a tool outright"
+show $T policy set 'delete_*' deny
+show $T call delete_note '{"id":"1"}' || true
+show $T policy unset 'delete_*'
+show $T policy list
+
+step "delete_note is destructive and needs approval: the call waits until a person approves it"
+$T serve --addr 127.0.0.1:0 >"$DEMO/serve.log" 2>&1 &
+SERVE_PID=$!
+trap 'kill $SERVE_PID 2>/dev/null || true' EXIT
+for _ in $(seq 100); do [ -S "$TOOLHOST_HOME/control.sock" ] && break; sleep 0.1; done
+printf '$ %s &
+' "$T call add_note '{\"text\":\"call the dentist\"}'"
+$T call add_note '{"text":"call the dentist"}'
+printf '$ %s &
+' "$T call delete_note '{\"id\":\"1\"}'"
+$T call delete_note '{"id":"1"}' >"$DEMO/delete.out" 2>&1 &
+CALL_PID=$!
+for _ in $(seq 100); do $T approvals list --json | grep -q '"id"' && break; sleep 0.1; done
+show $T approvals list
+ID=$($T approvals list --json | sed -n 's/.*"id": "\([0-9a-f]*\)".*/\1/p' | head -1)
+show $T approvals approve "$ID"
+wait $CALL_PID || true
+printf '(the waiting call answers)\n'; cat "$DEMO/delete.out"
+kill $SERVE_PID; wait $SERVE_PID 2>/dev/null || true
+trap - EXIT
+
+step "Every call and change is in the hash-chained audit log"
+show $T audit list
+show $T audit verify
+show $T audit head
 
 ADDR="${TOOLHOST_ADDR:-127.0.0.1:7411}"
 if [ -n "${DEMO_NO_SERVE:-}" ]; then

@@ -8,9 +8,22 @@
 // plugin. Writes are synced before a call returns, so a reported install
 // survives a crash. badger allows one process per directory; Open fails with
 // ErrLocked while another process (such as `toolhost serve`) holds it.
+//
+// What the store guarantees about damage: badger verifies the checksum of
+// every table block it reads; the security state (trusted keys,
+// revocations, threshold, high-water marks, quarantine: authenticatedPrefixes)
+// is sealed with an HMAC under a key kept beside the store (DIR.key, 0600),
+// so a changed, added or deleted record of it fails every read with
+// ErrTampered instead of trusting a revoked key or forgetting a high-water
+// mark; a panic inside badger on damaged files is returned as ErrCorrupt; a
+// write is refused with ErrNoSpace before it starts when the disk could fill
+// during it. What it does not do: protect against anyone who can read the
+// key file (they can reseal any state), or roll back to a consistent older
+// state by itself.
 package store
 
 import (
+	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -18,10 +31,13 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"path/filepath"
 	"strings"
+	"sync"
 	"time"
 
 	badger "github.com/dgraph-io/badger/v4"
+	"github.com/dgraph-io/badger/v4/options"
 
 	"github.com/toolhost/toolhost/signing"
 )
@@ -30,41 +46,147 @@ import (
 var (
 	ErrNotFound = errors.New("store: not found")
 	ErrLocked   = errors.New("store: the store is in use by another toolhost process")
-	ErrCorrupt  = errors.New("store: stored data does not match its hash")
+	ErrCorrupt  = errors.New("store: stored data is damaged")
 )
 
 // Store is an open store. It is safe for concurrent use.
 type Store struct {
-	db *badger.DB
+	db      *badger.DB
+	dir     string
+	keyPath string
+	key     []byte // MAC key of the security state; immutable after Open
+
+	// writeMu serializes writes, so that the anchor file (DIR.seal)
+	// follows the seal of each commit in order.
+	writeMu sync.Mutex
 }
 
-// Open opens (creating if needed) the store in dir.
-func Open(dir string, log *slog.Logger) (*Store, error) {
+// Open opens (creating if needed) the store in dir, and its MAC key in
+// dir + ".key".
+func Open(dir string, log *slog.Logger) (st *Store, err error) {
+	dir = filepath.Clean(dir)
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, fmt.Errorf("store: %w", err)
 	}
+	if err := checkFree(dir, minOpenFreeBytes); err != nil {
+		return nil, err
+	}
 	opts := badger.DefaultOptions(dir).
 		WithSyncWrites(true).
+		WithChecksumVerificationMode(options.OnTableAndBlockRead).
 		WithLogger(badgerLogger{log}).
 		WithNumMemtables(2).
-		WithMemTableSize(8 << 20).
+		WithMemTableSize(memTableBytes).
 		WithValueLogFileSize(256 << 20).
 		WithBlockCacheSize(8 << 20).
 		WithIndexCacheSize(4 << 20).
 		WithNumCompactors(2).
 		WithCompactL0OnClose(true)
-	db, err := badger.Open(opts)
+	if err := checkTables(opts); err != nil {
+		return nil, err
+	}
+	if err := removeEmptyLogs(dir, badgerLogger{log}.warn); err != nil {
+		return nil, err
+	}
+	db, err := openBadger(opts)
 	if err != nil {
 		if strings.Contains(err.Error(), "Cannot acquire directory lock") {
 			return nil, fmt.Errorf("%w (%s); stop it or run this command through it", ErrLocked, dir)
 		}
-		return nil, fmt.Errorf("store: open %s: %w", dir, err)
+		return nil, fmt.Errorf("store: open %s: %w; restore the store directory from a backup", dir, err)
 	}
-	return &Store{db: db}, nil
+	s := &Store{db: db, dir: dir, keyPath: dir + ".key"}
+	if err := s.loadStateKey(); err != nil {
+		db.Close()
+		return nil, err
+	}
+	return s, nil
+}
+
+// openBadger opens badger, turning a panic on damaged files into an error.
+func openBadger(opts badger.Options) (db *badger.DB, err error) {
+	defer recoverCorrupt(&err)
+	return badger.Open(opts)
+}
+
+// recoverCorrupt turns a panic inside badger into ErrCorrupt. badger
+// panics on some damaged files (slice bounds on a truncated table).
+func recoverCorrupt(err *error) {
+	if r := recover(); r != nil {
+		*err = fmt.Errorf("%w: the database panicked reading it (%v); restore the store directory from a backup", ErrCorrupt, r)
+	}
 }
 
 // Close flushes and closes the store.
-func (s *Store) Close() error { return s.db.Close() }
+func (s *Store) Close() (err error) {
+	defer recoverCorrupt(&err)
+	return s.db.Close()
+}
+
+// update runs fn in a read-write transaction, reseals the security state
+// and syncs. payload is about how many bytes fn writes, for the free-space
+// check.
+func (s *Store) update(payload int, fn func(txn *badger.Txn) error) (err error) {
+	if err := checkSpace(s.dir, payload); err != nil {
+		return err
+	}
+	defer recoverCorrupt(&err)
+	s.writeMu.Lock()
+	defer s.writeMu.Unlock()
+	var old, next []byte
+	err = s.db.Update(func(txn *badger.Txn) error {
+		// Resealing a state that fails its check would launder the damage.
+		if err := s.checkSeal(txn); err != nil {
+			return err
+		}
+		item, err := txn.Get([]byte(sealKey))
+		if err != nil {
+			return err
+		}
+		if old, err = item.ValueCopy(nil); err != nil {
+			return err
+		}
+		if err := fn(txn); err != nil {
+			return err
+		}
+		if next, err = s.resealed(txn); err != nil {
+			return err
+		}
+		if bytes.Equal(old, next) {
+			return nil
+		}
+		return s.writeAnchor(old, next)
+	})
+	if err != nil {
+		// If the commit failed after the anchor accepted next, the anchor
+		// still accepts old too; the next write or Open settles it.
+		return err
+	}
+	if err := s.sync(); err != nil {
+		return err
+	}
+	if bytes.Equal(old, next) {
+		return nil
+	}
+	return s.writeAnchor(next)
+}
+
+// view runs fn in a read-only transaction.
+func (s *Store) view(fn func(txn *badger.Txn) error) (err error) {
+	defer recoverCorrupt(&err)
+	return s.db.View(fn)
+}
+
+// viewSealed runs fn in a read-only transaction after checking the seal
+// of the security state, in the same snapshot.
+func (s *Store) viewSealed(fn func(txn *badger.Txn) error) error {
+	return s.view(func(txn *badger.Txn) error {
+		if err := s.checkSeal(txn); err != nil {
+			return err
+		}
+		return fn(txn)
+	})
+}
 
 // PluginRecord is one installed plugin, as signed.
 type PluginRecord struct {
@@ -96,7 +218,7 @@ func (s *Store) PutPlugin(rec PluginRecord, wasm []byte, highWater string) error
 	if err != nil {
 		return fmt.Errorf("store: %w", err)
 	}
-	err = s.db.Update(func(txn *badger.Txn) error {
+	err = s.update(len(wasm)+len(val), func(txn *badger.Txn) error {
 		blobKey := []byte(blobPrefix + rec.WasmSHA256)
 		if _, err := txn.Get(blobKey); errors.Is(err, badger.ErrKeyNotFound) {
 			if err := txn.Set(blobKey, wasm); err != nil {
@@ -122,7 +244,7 @@ func (s *Store) PutPlugin(rec PluginRecord, wasm []byte, highWater string) error
 	if err != nil {
 		return fmt.Errorf("store: install %s: %w", rec.Name, err)
 	}
-	return s.sync()
+	return nil
 }
 
 func (s *Store) sync() error {
@@ -151,7 +273,7 @@ func dropBlobIfUnused(txn *badger.Txn, sha, except string) error {
 // Plugin returns the record of an installed plugin.
 func (s *Store) Plugin(name string) (PluginRecord, error) {
 	var rec PluginRecord
-	err := s.db.View(func(txn *badger.Txn) error { return getJSON(txn, pluginPrefix+name, &rec) })
+	err := s.view(func(txn *badger.Txn) error { return getJSON(txn, pluginPrefix+name, &rec) })
 	if errors.Is(err, ErrNotFound) {
 		return rec, fmt.Errorf("%w: plugin %q is not installed", ErrNotFound, name)
 	}
@@ -161,7 +283,7 @@ func (s *Store) Plugin(name string) (PluginRecord, error) {
 // Plugins returns every installed plugin, sorted by name.
 func (s *Store) Plugins() ([]PluginRecord, error) {
 	var out []PluginRecord
-	err := s.db.View(func(txn *badger.Txn) error {
+	err := s.view(func(txn *badger.Txn) error {
 		return iterate(txn, pluginPrefix, func(_ string, v []byte) error {
 			var rec PluginRecord
 			if err := json.Unmarshal(v, &rec); err != nil {
@@ -177,7 +299,7 @@ func (s *Store) Plugins() ([]PluginRecord, error) {
 // Blob returns the wasm with the given sha256 (hex), checking the hash.
 func (s *Store) Blob(sha string) ([]byte, error) {
 	var data []byte
-	err := s.db.View(func(txn *badger.Txn) error {
+	err := s.view(func(txn *badger.Txn) error {
 		item, err := txn.Get([]byte(blobPrefix + sha))
 		if errors.Is(err, badger.ErrKeyNotFound) {
 			return fmt.Errorf("%w: wasm blob %s is missing", ErrCorrupt, sha)
@@ -200,7 +322,7 @@ func (s *Store) Blob(sha string) ([]byte, error) {
 
 // RemovePlugin deletes an installed plugin. Its high-water mark stays.
 func (s *Store) RemovePlugin(name string) error {
-	err := s.db.Update(func(txn *badger.Txn) error {
+	return s.update(0, func(txn *badger.Txn) error {
 		var rec PluginRecord
 		if err := getJSON(txn, pluginPrefix+name, &rec); err != nil {
 			if errors.Is(err, ErrNotFound) {
@@ -218,16 +340,12 @@ func (s *Store) RemovePlugin(name string) error {
 		}
 		return txn.Delete([]byte(pluginPrefix + name))
 	})
-	if err != nil {
-		return err
-	}
-	return s.sync()
 }
 
 // HighWater returns the highest version ever installed under name.
 func (s *Store) HighWater(name string) (string, bool, error) {
 	var v string
-	err := s.db.View(func(txn *badger.Txn) error {
+	err := s.viewSealed(func(txn *badger.Txn) error {
 		item, err := txn.Get([]byte(highWaterPrefix + name))
 		if err != nil {
 			return err
@@ -246,10 +364,7 @@ func (s *Store) HighWater(name string) (string, bool, error) {
 // the store (for inspection and removal) but is not served.
 func (s *Store) Quarantine(name, reason string) error {
 	val, _ := json.Marshal(quarantineRecord{Reason: reason, At: time.Now().UTC()})
-	if err := s.db.Update(func(txn *badger.Txn) error { return txn.Set([]byte(quarantinePrefix+name), val) }); err != nil {
-		return err
-	}
-	return s.sync()
+	return s.update(len(val), func(txn *badger.Txn) error { return txn.Set([]byte(quarantinePrefix+name), val) })
 }
 
 type quarantineRecord struct {
@@ -260,7 +375,7 @@ type quarantineRecord struct {
 // Quarantined returns the reason for every quarantined plugin.
 func (s *Store) Quarantined() (map[string]string, error) {
 	out := map[string]string{}
-	err := s.db.View(func(txn *badger.Txn) error {
+	err := s.viewSealed(func(txn *badger.Txn) error {
 		return iterate(txn, quarantinePrefix, func(k string, v []byte) error {
 			var q quarantineRecord
 			_ = json.Unmarshal(v, &q)
@@ -304,17 +419,17 @@ func putJSON(s *Store, key string, v any) error {
 	if err != nil {
 		return err
 	}
-	if err := s.db.Update(func(txn *badger.Txn) error { return txn.Set([]byte(key), val) }); err != nil {
+	if err := s.update(len(val), func(txn *badger.Txn) error { return txn.Set([]byte(key), val) }); err != nil {
 		return fmt.Errorf("store: %w", err)
 	}
-	return s.sync()
+	return nil
 }
 
 func deleteKey(s *Store, key string) error {
-	if err := s.db.Update(func(txn *badger.Txn) error { return txn.Delete([]byte(key)) }); err != nil {
+	if err := s.update(0, func(txn *badger.Txn) error { return txn.Delete([]byte(key)) }); err != nil {
 		return fmt.Errorf("store: %w", err)
 	}
-	return s.sync()
+	return nil
 }
 
 // badgerLogger sends badger's warnings and errors to slog and drops the rest.
@@ -328,6 +443,11 @@ func (b badgerLogger) Errorf(f string, a ...any) {
 func (b badgerLogger) Warningf(f string, a ...any) {
 	if b.l != nil {
 		b.l.Warn("store: " + strings.TrimSpace(fmt.Sprintf(f, a...)))
+	}
+}
+func (b badgerLogger) warn(msg string, args ...any) {
+	if b.l != nil {
+		b.l.Warn(msg, args...)
 	}
 }
 func (badgerLogger) Infof(string, ...any)  {}

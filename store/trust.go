@@ -74,7 +74,7 @@ func (s *Store) SetThreshold(n int) error {
 // TrustSet reads the whole trust state in one consistent snapshot.
 func (s *Store) TrustSet() (curator.TrustSet, error) {
 	ts := curator.TrustSet{Keys: map[signing.KeyID]curator.TrustedKey{}, Revoked: map[signing.KeyID]time.Time{}, Threshold: 1}
-	err := s.db.View(func(txn *badger.Txn) error {
+	err := s.viewSealed(func(txn *badger.Txn) error {
 		if err := iterate(txn, trustKeyPrefix, func(k string, v []byte) error {
 			id, err := signing.ParseKeyID(k)
 			if err != nil {

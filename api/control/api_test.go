@@ -30,6 +30,13 @@ var (
 
 func newHost(t *testing.T) *host.Host {
 	t.Helper()
+	return newHostWith(t, host.Options{})
+}
+
+// newHostWith opens a host with opts over a fresh store and an in-process
+// engine (which it sets in opts).
+func newHostWith(t *testing.T, opts host.Options) *host.Host {
+	t.Helper()
 	st, err := store.Open(t.TempDir(), nil)
 	if err != nil {
 		t.Fatal(err)
@@ -38,7 +45,8 @@ func newHost(t *testing.T) *host.Host {
 	if err != nil {
 		t.Fatal(err)
 	}
-	h, err := host.New(host.Options{Store: st, Engine: engine})
+	opts.Store, opts.Engine = st, engine
+	h, err := host.New(opts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -52,7 +60,7 @@ func newHost(t *testing.T) *host.Host {
 
 func echoBundle(t *testing.T, version string, signers ...signing.PrivateKey) *plugin.Bundle {
 	t.Helper()
-	wasm, err := os.ReadFile("../testdata/echo/echo.wasm")
+	wasm, err := os.ReadFile("../../host/testdata/echo/echo.wasm")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -94,7 +94,11 @@ func (b *Backend) Plugins() []host.PluginInfo {
 	return ps
 }
 
-// Call runs a tool in the host process.
+// Call runs a tool in the host process. The Backend serves `toolhost
+// mcp`, so a call whose ctx names no entry point is an mcp-stdio one.
 func (b *Backend) Call(ctx context.Context, tool string, args []byte) (json.RawMessage, error) {
+	if _, ok := host.LookupEntry(ctx); !ok {
+		ctx = host.WithEntry(ctx, host.EntryMCPStdio)
+	}
 	return b.c.Call(ctx, tool, args)
 }

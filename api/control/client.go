@@ -15,6 +15,7 @@ import (
 
 	"github.com/toolhost/toolhost/curator"
 	"github.com/toolhost/toolhost/host"
+	"github.com/toolhost/toolhost/host/toolerr"
 	"github.com/toolhost/toolhost/plugin"
 	"github.com/toolhost/toolhost/signing"
 )
@@ -30,16 +31,30 @@ type Client struct {
 var _ API = (*Client)(nil)
 
 // Dial connects to the control socket at path and checks that it answers.
+// The socket file must be owned by this user (or root) and not writable by
+// group or others, and every connection's peer (SO_PEERCRED) must run as
+// this user or root; otherwise Dial fails with ErrUntrustedSocket before
+// anything is sent.
 func Dial(ctx context.Context, path string) (*Client, error) {
+	if err := checkSocketFile(path); err != nil {
+		return nil, err
+	}
 	c, err := net.DialTimeout("unix", path, time.Second)
 	if err != nil {
 		return nil, fmt.Errorf("%w (%v)", ErrNoServer, err)
+	}
+	if c, err = dialTrusted(c, path); err != nil {
+		return nil, err
 	}
 	c.Close()
 	cl := &Client{hc: &http.Client{Transport: &http.Transport{
 		DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
 			var d net.Dialer
-			return d.DialContext(ctx, "unix", path)
+			c, err := d.DialContext(ctx, "unix", path)
+			if err != nil {
+				return nil, err
+			}
+			return dialTrusted(c, path)
 		},
 		MaxIdleConns: 4,
 	}}}
@@ -55,11 +70,16 @@ func Dial(ctx context.Context, path string) (*Client, error) {
 // Close releases idle connections.
 func (c *Client) Close() { c.hc.CloseIdleConnections() }
 
+// entryHeader carries a call's entry point (host.EntryOf) to the host
+// process, so that its pipeline counts and logs the call as what it is.
+const entryHeader = "Toolhost-Entry"
+
 func (c *Client) do(ctx context.Context, method, path string, body []byte, out any) error {
 	req, err := http.NewRequestWithContext(ctx, method, "http://toolhost"+path, bytes.NewReader(body))
 	if err != nil {
 		return err
 	}
+	req.Header.Set(entryHeader, string(host.EntryOf(ctx)))
 	resp, err := c.hc.Do(req)
 	if err != nil {
 		return fmt.Errorf("control: the running toolhost did not answer: %w", err)
@@ -126,9 +146,21 @@ func (c *Client) Tools(ctx context.Context) ([]host.ToolInfo, error) {
 	return ts, err
 }
 
+// Call runs a tool in the host process, through its pipeline, as the
+// entry point ctx is labelled with (EntryCLI when it is not). Cancelling
+// ctx closes the connection, which cancels the call in the host process.
 func (c *Client) Call(ctx context.Context, tool string, args []byte) (json.RawMessage, error) {
+	if _, ok := host.LookupEntry(ctx); !ok {
+		ctx = host.WithEntry(ctx, host.EntryCLI)
+	}
 	var res json.RawMessage
 	err := c.do(ctx, http.MethodPost, "/v1/tools/"+url.PathEscape(tool)+"/call", args, &res)
+	if err != nil && toolerr.CodeOf(err) == "" && ctx.Err() != nil {
+		if errors.Is(ctx.Err(), context.Canceled) {
+			return nil, toolerr.Errorf(toolerr.CodeCancelled, "the call was cancelled")
+		}
+		return nil, toolerr.Errorf(toolerr.CodeTimeout, "no answer from the running toolhost before the deadline")
+	}
 	return res, err
 }
 

@@ -66,18 +66,8 @@ func (l *sameUserListener) Accept() (net.Conn, error) {
 }
 
 func peerIsSelf(c *net.UnixConn) bool {
-	raw, err := c.SyscallConn()
-	if err != nil {
-		return false
-	}
-	var cred *syscall.Ucred
-	var credErr error
-	if err := raw.Control(func(fd uintptr) {
-		cred, credErr = syscall.GetsockoptUcred(int(fd), syscall.SOL_SOCKET, syscall.SO_PEERCRED)
-	}); err != nil || credErr != nil {
-		return false
-	}
-	return int(cred.Uid) == os.Getuid()
+	uid, err := peerUID(c)
+	return err == nil && uid == os.Getuid()
 }
 
 // Watcher reports changes of a host's tool set (*host.Host is one).
@@ -169,7 +159,13 @@ func Handler(api API, changes Watcher) http.Handler {
 			reply(w, nil, err)
 			return
 		}
-		res, err := api.Call(r.Context(), r.PathValue("name"), args)
+		// r.Context() ends when the client disconnects (Ctrl-C on
+		// `toolhost call`): the call is cancelled with it.
+		entry, ok := host.ParseEntry(r.Header.Get(entryHeader))
+		if !ok {
+			entry = host.EntryCLI
+		}
+		res, err := api.Call(host.WithEntry(r.Context(), entry), r.PathValue("name"), args)
 		reply(w, res, err)
 	})
 	mux.HandleFunc("GET /v1/trust", func(w http.ResponseWriter, r *http.Request) {
@@ -212,6 +208,9 @@ func Handler(api API, changes Watcher) http.Handler {
 		}
 		reply(w, nil, err)
 	})
+	if gov, ok := api.(Governance); ok {
+		handleGovernance(mux, gov, reply)
+	}
 	mux.HandleFunc("GET /v1/changes", func(w http.ResponseWriter, r *http.Request) {
 		if changes == nil {
 			http.NotFound(w, r)

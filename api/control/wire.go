@@ -7,6 +7,7 @@ import (
 
 	"github.com/toolhost/toolhost/curator"
 	"github.com/toolhost/toolhost/host"
+	"github.com/toolhost/toolhost/host/govern"
 	"github.com/toolhost/toolhost/host/toolerr"
 	"github.com/toolhost/toolhost/plugin"
 	"github.com/toolhost/toolhost/signing"
@@ -44,6 +45,7 @@ var kinds = []struct {
 	{"expired", curator.ErrExpired},
 	{"below_threshold", curator.ErrBelowThreshold},
 	{"bad_signature", curator.ErrBadSignature},
+	{"no_such_approval", govern.ErrNoSuchApproval},
 }
 
 func toWire(err error) *wireError {

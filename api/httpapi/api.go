@@ -7,9 +7,10 @@
 // that is not one of the server's own names and an Origin that is not the
 // server's own (403), which is what stops a web page in the user's browser
 // from reaching the server through DNS rebinding or a cross-site request.
-// Request bodies are capped (413). Work is bounded: beyond MaxInFlight
-// calls overall or MaxInFlightPerPlugin for one plugin a call is refused at
-// once with busy (429, Retry-After) instead of queueing.
+// Request bodies are capped (413). Calls go to the backend's pipeline
+// labelled with their entry point (http, mcp-http); admission (busy is
+// 429 with Retry-After), deadlines, call metrics and the call log are the
+// pipeline's, the same for every entry point.
 package httpapi
 
 import (
@@ -26,17 +27,15 @@ import (
 	"strings"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+
 	"github.com/toolhost/toolhost/api/mcpserver"
 	"github.com/toolhost/toolhost/host"
 	"github.com/toolhost/toolhost/host/toolerr"
 )
 
-// Defaults of Options.
-const (
-	DefaultMaxBodyBytes         = 1 << 20
-	DefaultMaxInFlight          = 64
-	DefaultMaxInFlightPerPlugin = 32
-)
+// DefaultMaxBodyBytes is the default of Options.MaxBodyBytes.
+const DefaultMaxBodyBytes = 1 << 20
 
 // Options configure New. Token is required.
 type Options struct {
@@ -49,25 +48,23 @@ type Options struct {
 	AllowedHosts []string
 	// MaxBodyBytes caps request bodies (413 beyond); 0 means 1 MiB.
 	MaxBodyBytes int64
-	// MaxInFlight bounds tool calls running at once, over HTTP and MCP;
-	// 0 means DefaultMaxInFlight.
-	MaxInFlight int
-	// MaxInFlightPerPlugin bounds one plugin's calls running at once, so
-	// that one slow plugin cannot take every slot; 0 means
-	// DefaultMaxInFlightPerPlugin.
-	MaxInFlightPerPlugin int
-	// Logger receives one line per call (api, tool, plugin, digest,
-	// duration_ms, outcome; never argument values) and rejected requests.
-	// Nil discards.
+	// Registry is where /metrics reads from; the API adds its request
+	// counter, the plugin inventory and the Go runtime metrics. Pass the
+	// registry of the host's metrics observer (observe.Metrics.Registry) so
+	// /metrics shows the calls of every entry point. Nil: a new registry.
+	Registry *prometheus.Registry
+	// Logger receives rejected requests. Nil discards. (The call log is
+	// the host pipeline's observer.)
 	Logger *slog.Logger
 	// Version is reported to MCP clients as the server version.
 	Version string
 	// MCPSessionTimeout ends an MCP session idle (no POST) this long; 0
 	// keeps sessions until the client ends them.
 	MCPSessionTimeout time.Duration
-	// LogArguments adds each call's arguments (cut at 4 KiB) to its log
-	// line. Off by default: arguments are the user's data.
-	LogArguments bool
+	// Approvals, when set, serves GET /v1/approvals and POST
+	// /v1/approvals/{id}; AuditFile, when set, GET /v1/audit.
+	Approvals Approvals
+	AuditFile string
 }
 
 // API serves the host API. Create it with New, serve it with NewServer,
@@ -78,7 +75,8 @@ type API struct {
 	log     *slog.Logger
 	hosts   []hostPattern
 	token   [sha256.Size]byte
-	gate    *gate
+	calls   entryGate // the JSON routes' way to the backend
+	running *running
 	metrics *metrics
 	mcp     *mcpserver.Server
 	mux     *http.ServeMux
@@ -99,21 +97,15 @@ func New(b Backend, opts Options) (*API, error) {
 	if opts.MaxBodyBytes <= 0 {
 		opts.MaxBodyBytes = DefaultMaxBodyBytes
 	}
-	if opts.MaxInFlight <= 0 {
-		opts.MaxInFlight = DefaultMaxInFlight
-	}
-	if opts.MaxInFlightPerPlugin <= 0 {
-		opts.MaxInFlightPerPlugin = DefaultMaxInFlightPerPlugin
-	}
 	log := opts.Logger
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
 	a := &API{b: b, opts: opts, log: log, hosts: hosts, token: sha256.Sum256([]byte(opts.Token))}
-	a.metrics = newMetrics(b)
-	a.gate = newGate(b, a.metrics, log, opts.MaxInFlight, opts.MaxInFlightPerPlugin)
-	a.gate.logArgs = opts.LogArguments
-	a.mcp = mcpserver.New(a.gate, opts.Version, mcpserver.WithLogger(log))
+	a.metrics = newMetrics(b, opts.Registry)
+	a.running = newRunning()
+	a.calls = entryGate{Backend: b, entry: host.EntryHTTP, running: a.running}
+	a.mcp = mcpserver.New(entryGate{Backend: b, entry: host.EntryMCPHTTP, running: a.running}, opts.Version, mcpserver.WithLogger(log))
 	a.routes()
 	return a, nil
 }
@@ -124,7 +116,7 @@ func New(b Backend, opts Options) (*API, error) {
 // it next to http.Server.Shutdown, e.g. with RegisterOnShutdown. It does not
 // close the backend.
 func (a *API) Shutdown(ctx context.Context) error {
-	err := a.gate.waitIdle(ctx)
+	err := a.running.waitIdle(ctx)
 	a.Close()
 	return err
 }
@@ -143,9 +135,11 @@ func (a *API) routes() {
 
 	open("GET /healthz", a.healthz)
 	authed("GET /v1/tools", http.HandlerFunc(a.listTools))
+	authed("GET /openapi.json", http.HandlerFunc(a.openAPI))
 	authed("POST /v1/tools/{name}/call", http.HandlerFunc(a.callTool))
 	authed("GET /v1/plugins", http.HandlerFunc(a.listPlugins))
 	authed("GET /metrics", a.metrics.handler())
+	a.governanceRoutes(authed)
 	authed("/mcp", a.capBody(a.mcp.Handler(mcpserver.HTTPOptions{
 		HostChecked:    true,
 		MaxBodyBytes:   a.opts.MaxBodyBytes,
@@ -155,12 +149,12 @@ func (a *API) routes() {
 	mux.Handle("/healthz", a.guard(methodNotAllowed("GET, HEAD"), false))
 	for pattern, allow := range map[string]string{
 		"/v1/tools": "GET, HEAD", "/v1/tools/{name}/call": "POST",
-		"/v1/plugins": "GET, HEAD", "/metrics": "GET, HEAD",
+		"/v1/plugins": "GET, HEAD", "/metrics": "GET, HEAD", "/openapi.json": "GET, HEAD",
 	} {
 		authed(pattern, methodNotAllowed(allow))
 	}
 	authed("/", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		writeError(w, toolerr.Errorf(CodeNotFound, "no route %s %s; the API has GET /v1/tools, POST /v1/tools/{name}/call, GET /v1/plugins, GET /healthz, GET /metrics and /mcp", r.Method, r.URL.Path))
+		writeError(w, toolerr.Errorf(CodeNotFound, "no route %s %s; the API has GET /v1/tools, POST /v1/tools/{name}/call, GET /v1/plugins, GET /v1/approvals, POST /v1/approvals/{id}, GET /v1/audit, GET /openapi.json, GET /healthz, GET /metrics and /mcp", r.Method, r.URL.Path))
 	}))
 	a.mux = mux
 }
@@ -230,48 +224,6 @@ func (a *API) healthz(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
 }
 
-type openAITool struct {
-	Type     string         `json:"type"`
-	Function openAIFunction `json:"function"`
-}
-
-type openAIFunction struct {
-	Name        string          `json:"name"`
-	Description string          `json:"description"`
-	Parameters  json.RawMessage `json:"parameters"`
-}
-
-type mcpTool struct {
-	Name        string          `json:"name"`
-	Description string          `json:"description"`
-	InputSchema json.RawMessage `json:"inputSchema"`
-}
-
-func (a *API) listTools(w http.ResponseWriter, r *http.Request) {
-	tools := a.b.Tools()
-	if tools == nil {
-		tools = []host.ToolInfo{} // [] rather than null
-	}
-	switch format := r.URL.Query().Get("format"); format {
-	case "":
-		writeJSON(w, http.StatusOK, map[string][]host.ToolInfo{"tools": tools})
-	case "openai":
-		out := make([]openAITool, len(tools))
-		for i, t := range tools {
-			out[i] = openAITool{"function", openAIFunction{t.Name, t.Description, t.Parameters}}
-		}
-		writeJSON(w, http.StatusOK, map[string][]openAITool{"tools": out})
-	case "mcp":
-		out := make([]mcpTool, len(tools))
-		for i, t := range tools {
-			out[i] = mcpTool{t.Name, t.Description, t.Parameters}
-		}
-		writeJSON(w, http.StatusOK, map[string][]mcpTool{"tools": out})
-	default:
-		writeError(w, toolerr.Errorf(CodeInvalidRequest, "unknown format %q: use format=openai, format=mcp, or no format", format))
-	}
-}
-
 func (a *API) listPlugins(w http.ResponseWriter, r *http.Request) {
 	plugins := a.b.Plugins()
 	if plugins == nil {
@@ -306,7 +258,8 @@ func (a *API) callTool(w http.ResponseWriter, r *http.Request) {
 		writeError(w, perr)
 		return
 	}
-	res, err := a.gate.Call(withAPI(r.Context(), "http"), name, args)
+	// r.Context() ends when the client goes away: the call is cancelled.
+	res, err := a.calls.Call(r.Context(), name, args)
 	if err != nil {
 		writeError(w, asError(err))
 		return

@@ -32,7 +32,7 @@ func statusFor(code toolerr.Code) int {
 	switch code {
 	case CodeUnauthorized:
 		return http.StatusUnauthorized
-	case CodeForbidden:
+	case CodeForbidden, toolerr.CodeDenied:
 		return http.StatusForbidden
 	case toolerr.CodeToolNotFound, CodeNotFound:
 		return http.StatusNotFound

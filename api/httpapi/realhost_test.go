@@ -19,6 +19,7 @@ import (
 
 	"github.com/toolhost/toolhost/host"
 	"github.com/toolhost/toolhost/host/engine/sandbox"
+	"github.com/toolhost/toolhost/host/observe"
 	"github.com/toolhost/toolhost/plugin"
 	"github.com/toolhost/toolhost/store"
 )
@@ -31,14 +32,35 @@ var timeBundle = filepath.Join("..", "..", "build", "plugins", "time.plugin")
 // trust is the host's business and tested there.
 func newRealHost(t testing.TB) *host.Host {
 	t.Helper()
-	data, err := os.ReadFile(timeBundle)
+	return newRealHostWith(t, host.Options{})
+}
+
+// newRealHostWith is newRealHost with more options (Store and Engine are
+// set here).
+func newRealHostWith(t testing.TB, opts host.Options) *host.Host {
+	t.Helper()
+	return newHostWith(t, opts, readBundle(t, timeBundle))
+}
+
+// readBundle reads a bundle built by `make plugins`, skipping the test
+// when it has not been built.
+func readBundle(t testing.TB, path string) *plugin.Bundle {
+	t.Helper()
+	data, err := os.ReadFile(path)
 	if err != nil {
-		t.Skipf("no time plugin bundle (run `make plugins`): %v", err)
+		t.Skipf("no plugin bundle (run `make plugins`): %v", err)
 	}
 	bundle, err := plugin.DecodeBytes(data)
 	if err != nil {
 		t.Fatal(err)
 	}
+	return bundle
+}
+
+// newHostWith opens a host (in-process engine, dev mode, more options in
+// opts) over a fresh store with the bundles installed.
+func newHostWith(t testing.TB, opts host.Options, bundles ...*plugin.Bundle) *host.Host {
+	t.Helper()
 	dir := t.TempDir()
 	st, err := store.Open(filepath.Join(dir, "store"), nil)
 	if err != nil {
@@ -49,7 +71,8 @@ func newRealHost(t testing.TB) *host.Host {
 		st.Close()
 		t.Fatal(err)
 	}
-	h, err := host.New(host.Options{Store: st, Engine: engine, AllowUnsigned: true})
+	opts.Store, opts.Engine, opts.AllowUnsigned = st, engine, true
+	h, err := host.New(opts)
 	if err != nil {
 		engine.Close(context.Background())
 		st.Close()
@@ -62,15 +85,18 @@ func newRealHost(t testing.TB) *host.Host {
 			t.Errorf("close store: %v", err)
 		}
 	})
-	if _, err := h.Install(context.Background(), bundle, host.InstallOptions{}); err != nil {
-		t.Fatalf("install: %v", err)
+	for _, b := range bundles {
+		if _, err := h.Install(context.Background(), b, host.InstallOptions{}); err != nil {
+			t.Fatalf("install: %v", err)
+		}
 	}
 	return h
 }
 
 func TestRealHostTimePlugin(t *testing.T) {
-	h := newRealHost(t)
-	_, srv := serve(t, h, Options{})
+	metrics := observe.NewMetrics()
+	h := newRealHostWith(t, host.Options{Observers: []host.CallObserver{metrics}})
+	_, srv := serve(t, h, Options{Registry: metrics.Registry()})
 	notified := make(chan struct{}, 16)
 	cs := connectMCP(t, srv, &mcp.ClientOptions{ToolListChangedHandler: func(context.Context, *mcp.ToolListChangedRequest) {
 		notified <- struct{}{}
@@ -119,8 +145,10 @@ func TestRealHostTimePlugin(t *testing.T) {
 
 	m := string(do(t, srv, "GET", "/metrics", "", "").body)
 	mustContain(t, m,
-		`toolhost_tool_calls_total{outcome="ok",tool="get_current_time"} 2`,
-		`toolhost_tool_calls_total{outcome="invalid_arguments",tool="get_current_time"} 4`,
+		`toolhost_tool_calls_total{entry="http",outcome="ok",tool="get_current_time"} 1`,
+		`toolhost_tool_calls_total{entry="mcp-http",outcome="ok",tool="get_current_time"} 1`,
+		`toolhost_tool_calls_total{entry="http",outcome="invalid_arguments",tool="get_current_time"} 3`,
+		`toolhost_tool_calls_total{entry="mcp-http",outcome="invalid_arguments",tool="get_current_time"} 1`,
 		`toolhost_plugins_installed{state="dev-unsigned"} 1`,
 		`toolhost_tools_available 2`,
 	)
@@ -151,7 +179,7 @@ func TestRealHostTimePlugin(t *testing.T) {
 // reporting latency percentiles next to ns/op.
 func BenchmarkHTTPCall(b *testing.B) {
 	h := newRealHost(b)
-	api, err := New(h, Options{Token: testToken, MaxInFlight: 1024, MaxInFlightPerPlugin: 1024})
+	api, err := New(h, Options{Token: testToken})
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -65,6 +65,8 @@ type Server struct {
 	stop      chan struct{}
 	done      chan struct{}
 	closeOnce sync.Once
+
+	parked parking // calls waiting for their client's approval (elicit.go)
 }
 
 // New returns a server that serves b's tools now and follows b.Changed
@@ -172,7 +174,7 @@ func (s *Server) sync() <-chan struct{} {
 
 // definition identifies what a client sees of a tool.
 func definition(t host.ToolInfo) string {
-	return t.Name + "\x00" + t.Description + "\x00" + string(t.Parameters)
+	return t.Name + "\x00" + t.Description + "\x00" + string(t.Parameters) + "\x00" + governanceDefinition(t)
 }
 
 // addTool registers t with the low-level API: the schema goes out as the
@@ -193,11 +195,13 @@ func (s *Server) addTool(t host.ToolInfo) (err error) {
 			err = fmt.Errorf("refused by the MCP SDK: %v", r)
 		}
 	}()
-	s.mcp.AddTool(&mcp.Tool{
+	tool := &mcp.Tool{
 		Name:        t.Name,
 		Description: t.Description,
 		InputSchema: json.RawMessage(schema),
-	}, s.callTool)
+	}
+	addToolFields(tool, t)
+	s.mcp.AddTool(tool, s.callTool)
 	return nil
 }
 
@@ -209,18 +213,11 @@ func (s *Server) callTool(ctx context.Context, req *mcp.CallToolRequest) (*mcp.C
 		// Only Run labels its sessions; everything else came through Handler.
 		ctx = host.WithEntry(ctx, host.EntryMCPHTTP)
 	}
-	if req.Session != nil {
-		ctx = context.WithValue(ctx, sessionKey{}, req.Session)
-		if tok := req.Params.GetProgressToken(); tok != nil {
-			stop := heartbeat(ctx, req.Session, tok, s.progressEvery)
-			defer stop()
-		}
+	if tok := req.Params.GetProgressToken(); tok != nil && req.Session != nil {
+		stop := heartbeat(ctx, req.Session, tok, s.progressEvery)
+		defer stop()
 	}
-	res, err := s.b.Call(ctx, req.Params.Name, req.Params.Arguments)
-	if err != nil {
-		return errorResult(err), nil
-	}
-	return successResult(res), nil
+	return s.callGoverned(ctx, req)
 }
 
 // errorResult turns a call failure into a tool result the model reads:

@@ -5,6 +5,8 @@ import (
 	"io"
 
 	"github.com/spf13/cobra"
+
+	"github.com/toolhost/toolhost/host"
 )
 
 func newCallCmd(g *globalOptions) *cobra.Command {
@@ -34,7 +36,9 @@ and the exit code is 4 (tool failed or arguments invalid) or 5 (no such tool).`,
 				return err
 			}
 			defer closeHost()
-			res, err := api.Call(cmd.Context(), args[0], input)
+			// Ctrl-C cancels cmd.Context(); through the control socket
+			// that cancels the call in the running host too.
+			res, err := api.Call(host.WithEntry(cmd.Context(), host.EntryCLI), args[0], input)
 			if err != nil {
 				return err
 			}

@@ -6,6 +6,8 @@ import (
 	"strings"
 
 	"github.com/spf13/cobra"
+
+	"github.com/toolhost/toolhost/plugin"
 )
 
 func newInspectCmd(g *globalOptions) *cobra.Command {
@@ -42,6 +44,14 @@ func newInspectCmd(g *globalOptions) *cobra.Command {
 				paths = append(paths, hp+" -> "+gp+" (read-only)")
 			}
 			fmt.Fprintf(g.stdout, "paths:       %s\n", orNone(strings.Join(paths, ", ")))
+			if m, err := plugin.ParseManifest(p.Manifest); err == nil {
+				fmt.Fprint(g.stdout, strings.TrimPrefix(hooksText(m), "\n"))
+				for i := range m.Tools {
+					if s := toolGovernance(&m.Tools[i]); s != "" {
+						fmt.Fprintf(g.stdout, "tool %s:\n%s", m.Tools[i].Name, s)
+					}
+				}
+			}
 			fmt.Fprintf(g.stdout, "manifest (exact signed bytes):\n%s\n", strings.TrimRight(string(p.Manifest), "\n"))
 			return nil
 		},

@@ -43,7 +43,8 @@ var suspicious = regexp.MustCompile(`(?i)(ignore (all |any )?(previous|prior)|<i
 func review(w io.Writer, b *plugin.Bundle) error {
 	m := b.Manifest()
 	fmt.Fprintf(w, "plugin:   %s %s\ndigest:   %s (what a signature covers)\nwasm:     %d bytes, sha256 %x\n", m.Name, m.Version, b.Digest(), len(b.Wasm), b.WasmSHA256())
-	fmt.Fprintf(w, "signed by: %d signature(s) already\n\n", len(b.Signatures))
+	fmt.Fprintf(w, "signed by: %d signature(s) already\n", len(b.Signatures))
+	fmt.Fprintf(w, "about:    %s\n\n", visible(m.Description))
 
 	lim := m.Limits.Effective()
 	fmt.Fprintf(w, "limits:   memory %d pages (%d MiB), timeout %d ms, output %d bytes\n", lim.MemoryPages, lim.MemoryPages/16, lim.TimeoutMS, lim.MaxOutputBytes)
@@ -53,7 +54,7 @@ func review(w io.Writer, b *plugin.Bundle) error {
 		paths = append(paths, hp+" -> "+gp+" (read-only)")
 	}
 	slices.Sort(paths)
-	fmt.Fprintf(w, "files:    %s\n", orNone(strings.Join(paths, ", ")))
+	fmt.Fprintf(w, "files:    %s\n", visible(orNone(strings.Join(paths, ", "))))
 	isolation := "a fresh instance for every call"
 	if m.ReuseInstances {
 		isolation = "instances are REUSED across calls (state can carry from one call to the next)"
@@ -67,7 +68,11 @@ func review(w io.Writer, b *plugin.Bundle) error {
 		}
 	}
 	for _, t := range m.Tools {
-		fmt.Fprintf(w, "tool %s (export %s)\n  description: %s\n  parameters:  %s\n", t.Name, t.Export, t.Description, oneLine(string(t.Parameters)))
+		fmt.Fprintf(w, "tool %s (export %s)\n  description: %s\n  parameters:  %s\n", t.Name, t.Export, visible(t.Description), visible(oneLine(string(t.Parameters))))
+		fmt.Fprint(w, toolGovernance(&t))
+		if hasNonASCII(t.Description) || hasNonASCII(string(t.Parameters)) {
+			warnings = append(warnings, fmt.Sprintf("tool %s: text outside ASCII, shown escaped beside it: check that it reads the same", t.Name))
+		}
 		if loc := suspicious.FindString(t.Description); loc != "" {
 			warnings = append(warnings, fmt.Sprintf("tool %s: description contains %q: read it as an instruction to the model, not a description", t.Name, loc))
 		}
@@ -76,10 +81,8 @@ func review(w io.Writer, b *plugin.Bundle) error {
 		}
 	}
 
-	exports := make([]string, len(m.Tools))
-	for i, t := range m.Tools {
-		exports[i] = t.Export
-	}
+	fmt.Fprint(w, hooksText(m))
+	exports := m.Exports()
 	spec := engine.Spec{Name: m.Name, Wasm: b.Wasm, Limits: lim, Permissions: m.Permissions, Exports: exports}
 	mod, _ := wasmcheck.Check(b.Wasm, wasmcheck.Policy{MaxModuleBytes: plugin.MaxWasmBytes, MaxMemoryPages: lim.MemoryPages, MaxTableElements: sandbox.MaxTableElements, AllowedImports: func(string, string) bool { return true }})
 	if mod != nil {
@@ -105,9 +108,82 @@ func review(w io.Writer, b *plugin.Bundle) error {
 		}
 	}
 	fmt.Fprintf(w, "\nmanifest (exact bytes that will be signed):\n%s\n", strings.TrimRight(string(b.ManifestBytes), "\n"))
+	if hasNonASCII(string(b.ManifestBytes)) {
+		fmt.Fprintf(w, "\nmanifest with every character outside ASCII escaped:\n%s\n", escapeNonASCII(strings.TrimRight(string(b.ManifestBytes), "\n")))
+	}
 	if err := sandbox.Prevalidate(spec); err != nil {
 		return fmt.Errorf("%w: %v", errModuleRefused, err)
 	}
 	fmt.Fprintln(w, "\nmodule:   acceptable to the sandbox (imports provided, exports present, sizes within limits)")
 	return nil
+}
+
+// visible returns s, followed, when s holds anything outside printable
+// ASCII, by the same text with those characters escaped (\u{fe0f}): a
+// reviewer sees what a terminal would render as nothing or as a look-alike.
+func visible(s string) string {
+	if !hasNonASCII(s) {
+		return s
+	}
+	return s + "   [escaped: " + escapeNonASCII(s) + "]"
+}
+
+func hasNonASCII(s string) bool {
+	for _, r := range s {
+		if r > '~' || (r < ' ' && r != '\n' && r != '\t') {
+			return true
+		}
+	}
+	return false
+}
+
+func escapeNonASCII(s string) string {
+	var b strings.Builder
+	for _, r := range s {
+		if r > '~' || (r < ' ' && r != '\n' && r != '\t') {
+			fmt.Fprintf(&b, "\\u{%x}", r)
+		} else {
+			b.WriteRune(r)
+		}
+	}
+	return b.String()
+}
+
+// toolGovernance describes a tool's output schema, annotations and approval
+// need, one indented line each (nothing for a tool that has none).
+func toolGovernance(t *plugin.Tool) string {
+	var b strings.Builder
+	if len(t.OutputSchema) > 0 {
+		fmt.Fprintf(&b, "  output:      %s\n", oneLine(string(t.OutputSchema)))
+	}
+	if a := t.Annotations; a != nil {
+		var flags []string
+		for _, f := range []struct {
+			on   bool
+			name string
+		}{{a.ReadOnly, "read-only"}, {a.Destructive, "DESTRUCTIVE"}, {a.Idempotent, "idempotent"}, {a.OpenWorld, "open-world"}} {
+			if f.on {
+				flags = append(flags, f.name)
+			}
+		}
+		fmt.Fprintf(&b, "  annotations: title %q; %s\n", a.Title, orNone(strings.Join(flags, ", ")))
+	}
+	if t.NeedsApproval || t.Destructive() {
+		fmt.Fprintf(&b, "  approval:    default policy ask (a person confirms each call)\n")
+	}
+	return b.String()
+}
+
+// hooksText says what a policy plugin's hooks see: every argument and
+// result of the tools their globs match, any plugin's.
+func hooksText(m *plugin.Manifest) string {
+	if len(m.Hooks) == 0 {
+		return ""
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "\nPOLICY PLUGIN: %d hook(s) see the arguments and results of other plugins' tools:\n", len(m.Hooks))
+	for _, h := range m.Hooks {
+		fmt.Fprintf(&b, "  %s %s (priority %d) sees tools %s\n", h.Event, h.Export, h.Priority, strings.Join(h.Tools, ", "))
+	}
+	return b.String()
 }

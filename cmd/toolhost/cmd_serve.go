@@ -15,6 +15,10 @@ import (
 
 	"github.com/toolhost/toolhost/api/control"
 	"github.com/toolhost/toolhost/api/httpapi"
+	"github.com/toolhost/toolhost/host"
+	"github.com/toolhost/toolhost/host/govern"
+	"github.com/toolhost/toolhost/host/observe"
+	"github.com/toolhost/toolhost/host/watch"
 	"github.com/toolhost/toolhost/plugin"
 )
 
@@ -25,11 +29,13 @@ type serveOptions struct {
 	addr            string
 	allowNonLocal   bool
 	allowedHosts    []string
-	maxInFlight     int
-	maxPerPlugin    int
 	allowPrivateNet bool
 	logArguments    bool
 	mcpSession      time.Duration
+	watchDir        string
+	// background, when set, runs beside the server on its host (the
+	// watcher, the dev loop) until the returned stop is called.
+	background func(ctx context.Context, h *host.Host) (stop func(), err error)
 }
 
 func newServeCmd(g *globalOptions) *cobra.Command {
@@ -45,10 +51,20 @@ foreign Host or Origin header are refused (DNS-rebinding defence).
 
 While serve runs, the other toolhost commands (plugin install/remove/list,
 trust …, call, mcp) work through it, and changes are visible at once.
-SIGINT/SIGTERM stop accepting requests and let running calls finish.`,
-		Example: "  toolhost serve\n  toolhost serve --addr 127.0.0.1:8080\n  curl -H \"Authorization: Bearer $(cat ~/.toolhost/token)\" http://127.0.0.1:7411/v1/tools",
+SIGINT/SIGTERM stop accepting requests and let running calls finish.
+
+--watch DIR keeps DIR's signed bundles installed: a bundle copied in is
+verified and installed (its tools callable within about a second), a newer
+version upgrades — unless it grants new permissions: then it is refused with
+the changes in the log and waits for ` + "`toolhost plugin install --yes`" + ` —
+and a deleted bundle's plugin is removed. Bad bundles are refused with the
+reason in the log; everything else keeps serving.`,
+		Example: "  toolhost serve\n  toolhost serve --watch /srv/toolhost/plugins\n  toolhost serve --addr 127.0.0.1:8080\n  curl -H \"Authorization: Bearer $(cat ~/.toolhost/token)\" http://127.0.0.1:7411/v1/tools",
 		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if o.watchDir != "" {
+				o.background = func(ctx context.Context, h *host.Host) (func(), error) { return g.startWatch(ctx, h, o.watchDir) }
+			}
 			return g.serve(cmd.Context(), o)
 		},
 	}
@@ -56,11 +72,14 @@ SIGINT/SIGTERM stop accepting requests and let running calls finish.`,
 	f.StringVar(&o.addr, "addr", "127.0.0.1:7411", "listen address")
 	f.BoolVar(&o.allowNonLocal, "allow-non-loopback", false, "allow listening on a non-loopback address (exposes the API to the network)")
 	f.StringSliceVar(&o.allowedHosts, "allowed-host", nil, "extra Host names to accept (with --allow-non-loopback)")
-	f.IntVar(&o.maxInFlight, "max-in-flight", 0, "tool calls running at once before answering busy (default 64)")
-	f.IntVar(&o.maxPerPlugin, "max-in-flight-per-plugin", 0, "calls of one plugin running at once before answering busy (default 16)")
+	f.IntVar(&g.admission.maxInFlight, "max-in-flight", 0, fmt.Sprintf("tool calls admitted at once, over every entry point; more wait in a queue (default %d)", host.DefaultMaxInFlight))
+	f.IntVar(&g.admission.maxPerPlugin, "max-in-flight-per-plugin", 0, fmt.Sprintf("calls of one plugin admitted at once (default %d)", host.DefaultMaxInFlightPerPlugin))
+	f.IntVar(&g.admission.maxQueued, "max-queued", 0, fmt.Sprintf("calls waiting for admission before answering busy (default %d)", host.DefaultMaxQueued))
 	f.BoolVar(&o.allowPrivateNet, "allow-private-network", false, "let plugins reach their granted hosts at loopback/private/link-local addresses")
 	f.IntVar(&g.workers, "workers", 0, workersUsage)
-	f.BoolVar(&o.logArguments, "log-arguments", false, "include each call's arguments in its log line (they are the user's data: off by default)")
+	f.StringVar(&o.watchDir, "watch", "", "install, upgrade and remove plugins from the signed bundles (*.plugin) in this directory")
+	f.BoolVar(&o.logArguments, "log-arguments", false, "include each call's arguments in its log line and audit record (they are the user's data: off by default)")
+	f.DurationVar(&g.approvalTimeout, "approval-timeout", govern.DefaultApprovalTimeout, "how long a call whose policy is ask waits for a person before it is denied")
 	f.DurationVar(&o.mcpSession, "mcp-session-timeout", 30*time.Minute, "end an MCP (2025-11-25) session after this long without a request from its client (0: never)")
 	return cmd
 }
@@ -86,11 +105,28 @@ func (g *globalOptions) serve(ctx context.Context, o serveOptions) error {
 		return usagef("--mcp-session-timeout %v is negative; pass a duration such as 30m, or 0 to keep idle sessions", o.mcpSession)
 	}
 	g.useServerWorkers()
+	// The call metrics and log watch the host's pipeline, so calls from
+	// `toolhost call` and `toolhost mcp` through the control socket are
+	// counted and logged like HTTP ones.
+	metrics := observe.NewMetrics()
+	g.observers = append(g.observers, metrics, observe.CallLog{Log: g.logger, Arguments: o.logArguments})
+	g.logArguments = o.logArguments
 	local, closeHost, err := g.openLocalOwner(ctx)
 	if err != nil {
 		return err
 	}
 	defer closeHost()
+	metrics.TrackLoad(local.H)
+	if err := metrics.Registry().Register(g.gov.gov.Collector()); err != nil {
+		return fmt.Errorf("governance metrics: %w", err)
+	}
+	if o.background != nil {
+		stop, err := o.background(ctx, local.H)
+		if err != nil {
+			return err
+		}
+		defer stop()
+	}
 
 	ln, err := net.Listen("tcp", o.addr)
 	if err != nil {
@@ -105,8 +141,9 @@ func (g *globalOptions) serve(ctx context.Context, o serveOptions) error {
 		allowed = append(allowed, o.allowedHosts...)
 	}
 	api, err := httpapi.New(local.H, httpapi.Options{
-		Token: token, AllowedHosts: allowed, MaxInFlight: o.maxInFlight, MaxInFlightPerPlugin: o.maxPerPlugin,
-		Logger: g.logger, Version: version, LogArguments: o.logArguments, MCPSessionTimeout: o.mcpSession,
+		Token: token, AllowedHosts: allowed, Registry: metrics.Registry(),
+		Logger: g.logger, Version: version, MCPSessionTimeout: o.mcpSession,
+		Approvals: g.gov.gov.Approvals(), AuditFile: g.gov.log.Path(),
 	})
 	if err != nil {
 		ln.Close()
@@ -136,6 +173,11 @@ func (g *globalOptions) serve(ctx context.Context, o serveOptions) error {
 	if err := srv.Shutdown(sctx); err != nil && !errors.Is(err, http.ErrServerClosed) {
 		return fmt.Errorf("shutdown: %w", err)
 	}
+	// Calls that came through the control socket (toolhost call, an
+	// attached toolhost mcp) finish too before the host closes.
+	if err := local.H.WaitIdle(sctx); err != nil {
+		return fmt.Errorf("shutdown: calls still running: %w", err)
+	}
 	return nil
 }
 
@@ -158,6 +200,7 @@ func (g *globalOptions) openLocalOwner(ctx context.Context) (control.Local, func
 		c.Close()
 		return control.Local{}, nil, fmt.Errorf("another toolhost process already serves this home (%s); stop it first or use another --home", g.home)
 	}
+	g.servesControl = true
 	h, closeHost, err := g.openHost(ctx)
 	if err != nil {
 		return control.Local{}, nil, err
@@ -172,7 +215,7 @@ func (g *globalOptions) openLocalOwner(ctx context.Context) (control.Local, func
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		if err := control.Serve(cctx, ln, local, h, g.logger); err != nil {
+		if err := control.Serve(cctx, ln, g.gov.governed(h, "cli"), h, g.logger); err != nil {
 			g.logger.Error("control socket stopped", "err", err)
 		}
 	}()
@@ -181,4 +224,17 @@ func (g *globalOptions) openLocalOwner(ctx context.Context) (control.Local, func
 		<-done
 		closeHost()
 	}, nil
+}
+
+// startWatch runs a watcher over dir until the returned stop is called.
+func (g *globalOptions) startWatch(ctx context.Context, h *host.Host, dir string) (stop func(), err error) {
+	w, err := watch.New(watch.Options{Dir: dir, Host: g.gov.governed(h, "watch"), Logger: g.logger})
+	if err != nil {
+		return nil, err
+	}
+	wctx, cancel := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() { defer close(done); w.Run(wctx) }()
+	fmt.Fprintf(g.stdout, "watching %s for signed bundles (*.plugin)\n", dir)
+	return func() { cancel(); <-done }, nil
 }

@@ -30,7 +30,7 @@ Review the plugin first: toolhost plugin inspect / the manifest in full.`,
 			if expires < 0 {
 				return usagef("--expires must be positive")
 			}
-			keyData, err := os.ReadFile(keyPath)
+			keyData, err := curator.ReadPrivateKeyFile(keyPath)
 			if err != nil {
 				return err
 			}

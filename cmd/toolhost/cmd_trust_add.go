@@ -2,7 +2,6 @@ package main
 
 import (
 	"fmt"
-	"os"
 
 	"github.com/spf13/cobra"
 
@@ -20,7 +19,7 @@ picks the change up at once.`,
 		Example: "  toolhost trust add alice.pub\n  toolhost trust add alice.pub --name alice@example.com",
 		Args:    cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			data, err := os.ReadFile(args[0])
+			data, err := curator.ReadKeyFile(args[0])
 			if err != nil {
 				return err
 			}

@@ -62,7 +62,7 @@ func keyIDArg(arg string) (signing.KeyID, error) {
 		return id, nil
 	}
 	if strings.HasSuffix(arg, ".pub") || fileExists(arg) {
-		data, err := os.ReadFile(arg)
+		data, err := curator.ReadKeyFile(arg)
 		if err != nil {
 			return signing.KeyID{}, err
 		}

@@ -14,10 +14,13 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/toolhost/toolhost/api/control"
+	"github.com/toolhost/toolhost/authoring"
 	"github.com/toolhost/toolhost/curator"
 	"github.com/toolhost/toolhost/host"
+	"github.com/toolhost/toolhost/host/audit"
 	"github.com/toolhost/toolhost/host/engine"
 	"github.com/toolhost/toolhost/host/engine/worker"
+	"github.com/toolhost/toolhost/host/govern"
 	"github.com/toolhost/toolhost/host/toolerr"
 	"github.com/toolhost/toolhost/plugin"
 	"github.com/toolhost/toolhost/signing"
@@ -41,11 +44,27 @@ type globalOptions struct {
 	allowUnsigned   bool
 	workers         int
 	allowPrivateNet bool
-	stdin           io.Reader
-	stdout          io.Writer
-	stderr          io.Writer
-	logger          *slog.Logger
+	// Set by serve: how long an "ask" waits, and whether audit records keep
+	// argument values.
+	approvalTimeout time.Duration
+	logArguments    bool
+	// gov is the governance of the host this process opened (openHost).
+	gov *governance
+	// servesControl is set when this process serves the control socket
+	// (serve, mcp): only then can a call wait for an operator's approval.
+	servesControl bool
+	// admission and observers configure the host this process opens
+	// (serve sets them from its flags).
+	admission admissionFlags
+	observers []host.CallObserver
+	stdin     io.Reader
+	stdout    io.Writer
+	stderr    io.Writer
+	logger    *slog.Logger
 }
+
+// admissionFlags bound the calls the host admits at once (host.Options).
+type admissionFlags struct{ maxInFlight, maxPerPlugin, maxQueued int }
 
 // errModuleRefused means the sandbox would refuse a bundle's module.
 var errModuleRefused = errors.New("the sandbox would refuse this module")
@@ -109,7 +128,7 @@ policy, 4 tool call failed, 5 not found, 6 store busy.`,
 				return err
 			}
 			g.home = abs
-			return nil
+			return g.checkHome()
 		},
 	}
 	root.PersistentFlags().StringVar(&g.home, "home", "", "toolhost home: store, trust data, caches, API token (env TOOLHOST_HOME, default ~/.toolhost)")
@@ -120,9 +139,11 @@ policy, 4 tool call failed, 5 not found, 6 store busy.`,
 	curatorCmd.AddCommand(newKeygenCmd(g), newReviewCmd(g), newSignCmd(g))
 	pluginCmd := &cobra.Command{Use: "plugin", Short: "Pack, verify, install and manage plugins"}
 	pluginCmd.AddCommand(newPackCmd(g), newVerifyCmd(g), newInstallCmd(g), newListCmd(g), newInspectCmd(g), newRemoveCmd(g))
+	pluginCmd.AddCommand(newPluginInitCmd(g), newPluginBuildCmd(g), newPluginDevCmd(g))
 	trustCmd := &cobra.Command{Use: "trust", Short: "Manage which curator keys are trusted"}
 	trustCmd.AddCommand(newTrustAddCmd(g), newTrustListCmd(g), newTrustRemoveCmd(g), newTrustRevokeCmd(g), newTrustUnrevokeCmd(g), newTrustPolicyCmd(g))
-	root.AddCommand(curatorCmd, pluginCmd, trustCmd, newCallCmd(g), newServeCmd(g), newMCPCmd(g), newWorkerCmd(g))
+	root.AddCommand(curatorCmd, pluginCmd, trustCmd, newCallCmd(g), newBenchCmd(g), newServeCmd(g), newMCPCmd(g), newWorkerCmd(g))
+	root.AddCommand(newPolicyCmd(g), newApprovalsCmd(g), newAuditCmd(g))
 	markUsageErrors(root)
 	return root
 }
@@ -168,14 +189,19 @@ func exitCode(err error) int {
 		return exitToolError
 	case errors.Is(err, store.ErrLocked):
 		return exitBusy
-	case errors.Is(err, host.ErrNotInstalled), errors.Is(err, store.ErrNotFound):
+	case errors.As(err, new(*audit.BadRecordError)):
+		return exitRefused
+	case errors.Is(err, host.ErrNotInstalled), errors.Is(err, store.ErrNotFound), errors.Is(err, govern.ErrNoSuchApproval):
 		return exitNotFound
 	case errors.Is(err, host.ErrNotAllowed), errors.Is(err, plugin.ErrInvalidBundle),
 		errors.Is(err, plugin.ErrInvalidManifest), errors.Is(err, host.ErrDowngrade),
 		errors.Is(err, host.ErrInvalidModule), errors.Is(err, host.ErrToolConflict),
 		errors.Is(err, curator.ErrMalformedKeyFile), errors.Is(err, signing.ErrMalformedKey),
 		errors.Is(err, curator.ErrWrongPassphrase), errors.Is(err, errModuleRefused),
-		errors.Is(err, host.ErrWidening):
+		errors.Is(err, curator.ErrKeyFileExposed),
+		errors.Is(err, host.ErrWidening), errors.Is(err, store.ErrTampered),
+		errors.Is(err, control.ErrUntrustedSocket), errors.Is(err, errNotPrivate),
+		errors.Is(err, authoring.ErrModule):
 		return exitRefused
 	}
 	return exitError
@@ -190,6 +216,12 @@ func hintFor(err error) string {
 		return "another toolhost process (probably `toolhost serve`) holds the store; stop it, or point --home elsewhere"
 	case errors.Is(err, plugin.ErrInvalidBundle):
 		return "the bundle is damaged or was modified; get a fresh copy from its publisher"
+	case errors.Is(err, store.ErrTampered), errors.Is(err, store.ErrCorrupt):
+		return "toolhost will not run on a store it cannot trust: restore the home from a backup, or move the store aside and re-add the trusted keys"
+	case errors.Is(err, store.ErrNoSpace):
+		return "the disk holding the toolhost home is (nearly) full; nothing was written"
+	case errors.Is(err, control.ErrUntrustedSocket), errors.Is(err, errNotPrivate):
+		return "another local user may be impersonating toolhost; nothing was sent"
 	}
 	return ""
 }
@@ -203,14 +235,18 @@ func (g *globalOptions) openAPI(ctx context.Context) (control.API, func(), error
 	// little for it (or for a server's socket) before giving up.
 	deadline := time.Now().Add(5 * time.Second)
 	for {
-		if _, err := os.Stat(sock); err == nil {
-			if c, err := control.Dial(ctx, sock); err == nil {
+		if _, err := os.Lstat(sock); err == nil {
+			c, err := control.Dial(ctx, sock)
+			if err == nil {
 				return c, c.Close, nil
+			}
+			if errors.Is(err, control.ErrUntrustedSocket) {
+				return nil, nil, err
 			}
 		}
 		h, closeHost, err := g.openHost(ctx)
 		if err == nil {
-			return control.Local{H: h}, closeHost, nil
+			return g.gov.governed(h, "cli"), closeHost, nil
 		}
 		if !errors.Is(err, store.ErrLocked) || time.Now().After(deadline) || ctx.Err() != nil {
 			if errors.Is(err, store.ErrLocked) {
@@ -231,20 +267,34 @@ func (g *globalOptions) openHost(ctx context.Context) (*host.Host, func(), error
 	if err != nil {
 		return nil, nil, err
 	}
+	gv, err := g.openGovernance(st)
+	if err != nil {
+		st.Close()
+		return nil, nil, err
+	}
 	engine, err := g.newEngine(ctx)
 	if err != nil {
+		gv.close()
 		st.Close()
 		return nil, nil, err
 	}
-	h, err := host.New(host.Options{Store: st, Engine: engine, Logger: g.logger, AllowUnsigned: g.allowUnsigned, AllowPrivateNetwork: g.allowPrivateNet})
+	h, err := host.New(host.Options{
+		Store: st, Engine: engine, Logger: g.logger, AllowUnsigned: g.allowUnsigned, AllowPrivateNetwork: g.allowPrivateNet,
+		MaxInFlight: g.admission.maxInFlight, MaxInFlightPerPlugin: g.admission.maxPerPlugin, MaxQueued: g.admission.maxQueued,
+		Observers: append(append([]host.CallObserver(nil), g.observers...), gv.rec),
+		Governor:  gv.gov,
+	})
 	if err != nil {
 		engine.Close(ctx)
+		gv.close()
 		st.Close()
 		return nil, nil, err
 	}
+	gv.h, g.gov = h, gv
 	return h, func() {
 		h.Close()
 		engine.Close(context.Background())
+		gv.close()
 		if err := st.Close(); err != nil {
 			g.logger.Error("closing the store", "err", err)
 		}

@@ -5,10 +5,45 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 )
+
+// readPrivateFile reads at most limit bytes of a regular file that only
+// this user owns and can read or write, without following a symlink.
+func readPrivateFile(path, what string, limit int64) ([]byte, error) {
+	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0)
+	if err != nil {
+		if errors.Is(err, syscall.ELOOP) {
+			return nil, fmt.Errorf("%s %s is a symbolic link: %w; delete it", what, path, errNotPrivate)
+		}
+		return nil, err
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return nil, err
+	}
+	if !fi.Mode().IsRegular() {
+		return nil, fmt.Errorf("%s %s is not a regular file; delete it", what, path)
+	}
+	if err := privateInfo(path, what, fi); err != nil {
+		return nil, err
+	}
+	if st, ok := fi.Sys().(*syscall.Stat_t); ok && int(st.Uid) != os.Geteuid() {
+		return nil, fmt.Errorf("%s %s is owned by uid %d, not by you: %w; delete it and run again to create a new one", what, path, st.Uid, errNotPrivate)
+	}
+	if fi.Mode().Perm()&0o077 != 0 {
+		return nil, fmt.Errorf("%s %s can be read by group or others (mode %04o): %w; delete it and run again to create a new one (it may have been seen)", what, path, fi.Mode().Perm(), errNotPrivate)
+	}
+	if fi.Size() > limit {
+		return nil, fmt.Errorf("%s %s is larger than %d bytes", what, path, limit)
+	}
+	return io.ReadAll(io.LimitReader(f, limit))
+}
 
 // apiToken returns $TOOLHOST_TOKEN, or the token in HOME/token, creating
 // it (0600) on first use.
@@ -20,7 +55,7 @@ func (g *globalOptions) apiToken() (token, source string, err error) {
 		return t, "$TOOLHOST_TOKEN", nil
 	}
 	path := filepath.Join(g.home, "token")
-	if data, err := os.ReadFile(path); err == nil {
+	if data, err := readPrivateFile(path, "the API token", 4<<10); err == nil {
 		t := strings.TrimSpace(string(data))
 		if len(t) < 16 {
 			return "", "", fmt.Errorf("%s holds a token shorter than 16 characters: delete it to make a new one", path)
@@ -37,7 +72,7 @@ func (g *globalOptions) apiToken() (token, source string, err error) {
 	if err := os.MkdirAll(g.home, 0o700); err != nil {
 		return "", "", err
 	}
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL|syscall.O_NOFOLLOW, 0o600)
 	if err != nil {
 		return "", "", fmt.Errorf("create API token: %w", err)
 	}

@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -103,16 +104,41 @@ func buildInto(src, out string) error {
 	}
 	tmp := fmt.Sprintf("%s.%d.tmp", wasm, os.Getpid())
 	cmd := exec.Command("go", "build", "-trimpath", "-buildmode=c-shared", "-o", tmp, ".")
-	cmd.Dir = src
 	cmd.Env = append(os.Environ(), "GOOS=wasip1", "GOARCH=wasm", "CGO_ENABLED=0")
+	if _, err := os.Stat(filepath.Join(src, "package.json")); err == nil {
+		// An AssemblyScript sample, built as `make plugins` does.
+		if err := npmCI(src); err != nil {
+			return err
+		}
+		cmd = exec.Command("npx", "--no-install", "asc", "assembly/index.ts", "--config", "asconfig.json", "--target", "release", "--outFile", tmp)
+	}
+	cmd.Dir = src
 	if outb, err := cmd.CombinedOutput(); err != nil {
 		os.Remove(tmp)
-		return fmt.Errorf("go build in %s: %v\n%s", src, err, outb)
+		return fmt.Errorf("%s in %s: %v\n%s", strings.Join(cmd.Args[:2], " "), src, err, outb)
 	}
 	if err := os.Rename(tmp, wasm); err != nil {
 		return err
 	}
 	return copyFile(filepath.Join(src, "plugin.json"), filepath.Join(out, "plugin.json"))
+}
+
+// npmCI installs an AssemblyScript sample's toolchain from its committed
+// package-lock.json unless node_modules already holds it.
+func npmCI(src string) error {
+	lock, err := os.Stat(filepath.Join(src, "package-lock.json"))
+	if err != nil {
+		return err
+	}
+	if have, err := os.Stat(filepath.Join(src, "node_modules", ".package-lock.json")); err == nil && !have.ModTime().Before(lock.ModTime()) {
+		return nil
+	}
+	cmd := exec.Command("npm", "ci", "--no-audit", "--no-fund", "--loglevel=error")
+	cmd.Dir = src
+	if out, err := cmd.CombinedOutput(); err != nil {
+		return fmt.Errorf("npm ci in %s (needs node and npm): %v\n%s", src, err, out)
+	}
+	return nil
 }
 
 // fresh reports whether wasm exists and is newer than every file in src,
@@ -126,6 +152,8 @@ func fresh(wasm, src string) bool {
 	paths, _ := filepath.Glob(filepath.Join(src, "*"))
 	shared, _ := filepath.Glob(filepath.Join(src, "..", "internal", "*", "*.go"))
 	paths = append(paths, shared...)
+	as, _ := filepath.Glob(filepath.Join(src, "assembly", "*.ts"))
+	paths = append(paths, as...)
 	paths = append(paths, filepath.Join(src, "..", "go.mod"), filepath.Join(src, "..", "go.sum"))
 	for _, p := range paths {
 		if fi, err := os.Stat(p); err == nil && fi.ModTime().After(newest) {
@@ -148,4 +176,38 @@ func copyFile(from, to string) error {
 		return err
 	}
 	return os.Rename(tmp, to)
+}
+
+var (
+	binOnce sync.Once
+	binPath string
+	binErr  error
+)
+
+// Toolhost builds cmd/toolhost once per test binary, into a temporary
+// directory, and returns the executable's path.
+func Toolhost(tb testing.TB) string {
+	tb.Helper()
+	binOnce.Do(func() {
+		r, err := RepoRoot()
+		if err != nil {
+			binErr = err
+			return
+		}
+		dir, err := os.MkdirTemp("", "toolhost-bin")
+		if err != nil {
+			binErr = err
+			return
+		}
+		binPath = filepath.Join(dir, "toolhost")
+		cmd := exec.Command("go", "build", "-o", binPath, "./cmd/toolhost")
+		cmd.Dir = r
+		if out, err := cmd.CombinedOutput(); err != nil {
+			binErr = fmt.Errorf("go build ./cmd/toolhost: %v\n%s", err, out)
+		}
+	})
+	if binErr != nil {
+		tb.Fatal(binErr)
+	}
+	return binPath
 }

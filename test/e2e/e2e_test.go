@@ -254,6 +254,10 @@ func TestServeHTTPContract(t *testing.T) {
 	if r.status != 200 || !bytes.Contains(r.body, []byte(`"inputSchema":{`)) {
 		t.Fatalf("mcp tools: %d %s", r.status, r.body)
 	}
+	r = s.do(t, "GET", "/openapi.json", "")
+	if r.status != 200 || !bytes.HasPrefix(r.body, []byte(`{"openapi":"3.1.0",`)) || !bytes.Contains(r.body, []byte(`"/v1/tools/get_current_time/call":{"post":{"operationId":"get_current_time"`)) {
+		t.Fatalf("openapi.json: %d %s", r.status, r.body)
+	}
 
 	// DNS rebinding and cross-origin requests: 403.
 	if r := s.do(t, "GET", "/v1/tools", "", "Host", "attacker.example:7411"); r.status != 403 || r.errorCode() != "forbidden" {

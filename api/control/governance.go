@@ -1,0 +1,225 @@
+package control
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"sort"
+
+	"github.com/toolhost/toolhost/host"
+	"github.com/toolhost/toolhost/host/audit"
+	"github.com/toolhost/toolhost/host/govern"
+	"github.com/toolhost/toolhost/plugin"
+	"github.com/toolhost/toolhost/signing"
+	"github.com/toolhost/toolhost/store"
+)
+
+// Governance is the operator's side of governance: the approval policy and
+// the calls waiting for a person. The process holding the store serves it
+// (Governed); Client reaches it over the socket.
+type Governance interface {
+	Policy(ctx context.Context) (PolicyView, error)
+	SetPolicy(ctx context.Context, pattern, action string) error
+	UnsetPolicy(ctx context.Context, pattern string) error
+	Approvals(ctx context.Context) ([]govern.Pending, error)
+	Decide(ctx context.Context, id string, approve bool, reason string) error
+}
+
+// PolicyView is the operator's rules and the policy that results for every
+// installed tool.
+type PolicyView struct {
+	Rules []store.PolicyRule `json:"rules"`
+	Tools []govern.Effective `json:"tools"`
+}
+
+// Governed is the management API of the process that holds the store, with
+// governance: every change (install, remove, trust) is appended to the
+// audit log before it is reported, and the Governor answers policy and
+// approval requests. Handler serves its Governance routes too.
+type Governed struct {
+	API
+	H     *host.Host
+	Gov   *govern.Governor
+	Audit *audit.Recorder // nil records nothing
+	// Actor names who made changes through this value ("cli", "control").
+	Actor string
+}
+
+var (
+	_ API        = (*Governed)(nil)
+	_ Governance = (*Governed)(nil)
+	_ Governance = (*Client)(nil)
+)
+
+// audit records a change that succeeded; a change that cannot be recorded
+// is reported as an error (it happened, but the log does not show it).
+func (g *Governed) audit(err error, action, subject, detail string) error {
+	if err != nil || g.Audit == nil {
+		return err
+	}
+	if aerr := g.Audit.Change(action, subject, detail, g.Actor); aerr != nil {
+		return fmt.Errorf("%s %s done, but not recorded in the audit log: %w", action, subject, aerr)
+	}
+	return nil
+}
+
+func (g *Governed) Install(ctx context.Context, b *plugin.Bundle, opts host.InstallOptions) (host.InstallReport, error) {
+	rep, err := g.API.Install(ctx, b, opts)
+	if err != nil || rep.Unchanged {
+		return rep, err
+	}
+	detail := fmt.Sprintf("version %s, digest %s, signed by %v", rep.Version, rep.Digest, rep.Decision.Signers)
+	if rep.Previous != nil {
+		detail += fmt.Sprintf(", replacing version %s (%s)", rep.Previous.Version, rep.Previous.Digest)
+	}
+	return rep, g.audit(nil, "install", rep.Name, detail)
+}
+
+func (g *Governed) Remove(ctx context.Context, name string) error {
+	return g.audit(g.API.Remove(ctx, name), "remove", name, "")
+}
+
+func (g *Governed) AddTrustedKey(ctx context.Context, name string, key signing.PublicKey) error {
+	return g.audit(g.API.AddTrustedKey(ctx, name, key), "trust_add", key.ID().String(), "curator "+name)
+}
+
+func (g *Governed) RemoveTrustedKey(ctx context.Context, id signing.KeyID) error {
+	return g.audit(g.API.RemoveTrustedKey(ctx, id), "trust_remove", id.String(), "")
+}
+
+func (g *Governed) Revoke(ctx context.Context, id signing.KeyID) error {
+	return g.audit(g.API.Revoke(ctx, id), "trust_revoke", id.String(), "")
+}
+
+func (g *Governed) Unrevoke(ctx context.Context, id signing.KeyID) error {
+	return g.audit(g.API.Unrevoke(ctx, id), "trust_unrevoke", id.String(), "")
+}
+
+func (g *Governed) SetThreshold(ctx context.Context, n int) error {
+	return g.audit(g.API.SetThreshold(ctx, n), "trust_threshold", fmt.Sprint(n), "")
+}
+
+// Policy lists the rules and the effective policy of every installed tool.
+func (g *Governed) Policy(ctx context.Context) (PolicyView, error) {
+	v := PolicyView{Rules: g.Gov.Rules(), Tools: []govern.Effective{}}
+	for _, p := range g.H.Plugins() {
+		m, err := plugin.ParseManifest(p.Manifest)
+		if err != nil {
+			continue
+		}
+		for i := range m.Tools {
+			e := g.Gov.Effective(&m.Tools[i])
+			e.Plugin = p.Name
+			v.Tools = append(v.Tools, e)
+		}
+	}
+	sort.Slice(v.Tools, func(i, j int) bool { return v.Tools[i].Tool < v.Tools[j].Tool })
+	return v, nil
+}
+
+func (g *Governed) SetPolicy(_ context.Context, pattern, action string) error {
+	return g.Gov.SetPolicy(pattern, action, g.Actor)
+}
+
+func (g *Governed) UnsetPolicy(_ context.Context, pattern string) error {
+	return g.Gov.UnsetPolicy(pattern, g.Actor)
+}
+
+func (g *Governed) Approvals(context.Context) ([]govern.Pending, error) {
+	return g.Gov.Approvals().List(), nil
+}
+
+func (g *Governed) Decide(_ context.Context, id string, approve bool, reason string) error {
+	return g.Gov.Approvals().Decide(id, approve, reason)
+}
+
+// DecisionRequest is the body of POST /v1/approvals/{id}.
+type DecisionRequest struct {
+	Decision string `json:"decision"` // "approve" or "deny"
+	Reason   string `json:"reason,omitempty"`
+}
+
+// ParseDecision checks a decision request.
+func ParseDecision(body io.Reader) (approve bool, reason string, err error) {
+	var d DecisionRequest
+	dec := json.NewDecoder(io.LimitReader(body, 64<<10))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&d); err != nil {
+		return false, "", fmt.Errorf(`%w: the body must be {"decision":"approve"|"deny","reason":"…"}: %v`, errBadRequest, err)
+	}
+	switch d.Decision {
+	case "approve":
+		return true, d.Reason, nil
+	case "deny":
+		return false, d.Reason, nil
+	}
+	return false, "", fmt.Errorf(`%w: decision %q: use "approve" or "deny"`, errBadRequest, d.Decision)
+}
+
+var errBadRequest = fmt.Errorf("bad request")
+
+// handleGovernance adds the governance routes to mux.
+func handleGovernance(mux *http.ServeMux, g Governance, reply func(http.ResponseWriter, any, error)) {
+	mux.HandleFunc("GET /v1/policy", func(w http.ResponseWriter, r *http.Request) {
+		v, err := g.Policy(r.Context())
+		reply(w, v, err)
+	})
+	mux.HandleFunc("PUT /v1/policy/{pattern}", func(w http.ResponseWriter, r *http.Request) {
+		var body struct {
+			Action string `json:"action"`
+		}
+		if err := json.NewDecoder(io.LimitReader(r.Body, 4<<10)).Decode(&body); err != nil {
+			reply(w, nil, fmt.Errorf(`%w: the body must be {"action":"allow"|"ask"|"deny"}`, errBadRequest))
+			return
+		}
+		reply(w, nil, g.SetPolicy(r.Context(), r.PathValue("pattern"), body.Action))
+	})
+	mux.HandleFunc("DELETE /v1/policy/{pattern}", func(w http.ResponseWriter, r *http.Request) {
+		reply(w, nil, g.UnsetPolicy(r.Context(), r.PathValue("pattern")))
+	})
+	mux.HandleFunc("GET /v1/approvals", func(w http.ResponseWriter, r *http.Request) {
+		ps, err := g.Approvals(r.Context())
+		reply(w, ps, err)
+	})
+	mux.HandleFunc("POST /v1/approvals/{id}", func(w http.ResponseWriter, r *http.Request) {
+		approve, reason, err := ParseDecision(r.Body)
+		if err == nil {
+			err = g.Decide(r.Context(), r.PathValue("id"), approve, reason)
+		}
+		reply(w, nil, err)
+	})
+}
+
+// Policy asks the running host for its approval policy.
+func (c *Client) Policy(ctx context.Context) (PolicyView, error) {
+	var v PolicyView
+	err := c.do(ctx, http.MethodGet, "/v1/policy", nil, &v)
+	return v, err
+}
+
+func (c *Client) SetPolicy(ctx context.Context, pattern, action string) error {
+	body, _ := json.Marshal(map[string]string{"action": action})
+	return c.do(ctx, http.MethodPut, "/v1/policy/"+url.PathEscape(pattern), body, nil)
+}
+
+func (c *Client) UnsetPolicy(ctx context.Context, pattern string) error {
+	return c.do(ctx, http.MethodDelete, "/v1/policy/"+url.PathEscape(pattern), nil, nil)
+}
+
+func (c *Client) Approvals(ctx context.Context) ([]govern.Pending, error) {
+	var ps []govern.Pending
+	err := c.do(ctx, http.MethodGet, "/v1/approvals", nil, &ps)
+	return ps, err
+}
+
+func (c *Client) Decide(ctx context.Context, id string, approve bool, reason string) error {
+	d := DecisionRequest{Decision: "deny", Reason: reason}
+	if approve {
+		d.Decision = "approve"
+	}
+	body, _ := json.Marshal(d)
+	return c.do(ctx, http.MethodPost, "/v1/approvals/"+url.PathEscape(id), body, nil)
+}

@@ -1,0 +1,39 @@
+package mcpserver
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/toolhost/toolhost/host"
+)
+
+// addToolFields carries a tool's signed output schema, title and
+// annotations into its MCP definition. Absent annotations stay absent (MCP
+// clients then assume the spec's defaults); present ones are sent in full,
+// destructive and open_world explicitly, since MCP defaults those to true.
+func addToolFields(tool *mcp.Tool, t host.ToolInfo) {
+	if len(t.OutputSchema) > 0 {
+		tool.OutputSchema = json.RawMessage(bytes.Clone(t.OutputSchema))
+	}
+	if a := t.Annotations; a != nil {
+		destructive, openWorld := a.Destructive, a.OpenWorld
+		tool.Title = a.Title
+		tool.Annotations = &mcp.ToolAnnotations{
+			Title: a.Title, ReadOnlyHint: a.ReadOnly, DestructiveHint: &destructive,
+			IdempotentHint: a.Idempotent, OpenWorldHint: &openWorld,
+		}
+	}
+}
+
+// governanceDefinition is the part of what a client sees that comes from
+// the wave-2 tool fields.
+func governanceDefinition(t host.ToolInfo) string {
+	a := "none"
+	if t.Annotations != nil {
+		a = fmt.Sprintf("%+v", *t.Annotations)
+	}
+	return string(t.OutputSchema) + "\x00" + a
+}

@@ -1,0 +1,169 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/toolhost/toolhost/host/audit"
+)
+
+func newAuditCmd(g *globalOptions) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "audit",
+		Short: "The audit log: every call and change, hash-chained ($TOOLHOST_HOME/audit.jsonl)",
+		Long: `The audit log is a plain file, one JSON record per line, appended and fsync'd
+by the process holding the store before it answers. Each record carries seq,
+prev (the hash of the record before) and hash (sha256 of the line without its
+hash member), so a changed, deleted, inserted or reordered record breaks the
+chain where it happened. Keep ` + "`toolhost audit head`" + ` somewhere else to detect
+records cut from the end too. These commands only read the file.`,
+	}
+	cmd.AddCommand(newAuditListCmd(g), newAuditVerifyCmd(g), newAuditHeadCmd(g))
+	return cmd
+}
+
+func (g *globalOptions) auditPath() string { return filepath.Join(g.home, audit.FileName) }
+
+// openAuditFile opens the log for reading; a missing log reads as empty.
+func (g *globalOptions) openAuditFile() (io.ReadCloser, error) {
+	f, err := os.Open(g.auditPath())
+	if errors.Is(err, os.ErrNotExist) {
+		return io.NopCloser(bytes.NewReader(nil)), nil
+	}
+	return f, err
+}
+
+func newAuditListCmd(g *globalOptions) *cobra.Command {
+	var (
+		asJSON bool
+		since  time.Duration
+		tool   string
+	)
+	cmd := &cobra.Command{
+		Use:     "list",
+		Short:   "Show audit records, oldest first",
+		Example: "  toolhost audit list --since 1h\n  toolhost audit list --tool delete_note --json",
+		Args:    cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if since < 0 {
+				return usagef("--since %s: give a positive duration such as 30m or 24h", since)
+			}
+			f, err := g.openAuditFile()
+			if err != nil {
+				return err
+			}
+			defer f.Close()
+			filter := audit.Filter{Tool: tool}
+			if since > 0 {
+				filter.Since = time.Now().Add(-since)
+			}
+			recs, err := audit.List(f, filter)
+			if err != nil {
+				return fmt.Errorf("%s: %w", g.auditPath(), err)
+			}
+			if asJSON {
+				enc := json.NewEncoder(g.stdout)
+				enc.SetEscapeHTML(false)
+				for _, r := range recs {
+					if err := enc.Encode(r); err != nil {
+						return err
+					}
+				}
+				return nil
+			}
+			if len(recs) == 0 {
+				fmt.Fprintln(g.stdout, "no audit records")
+				return nil
+			}
+			tw := tabwriter.NewWriter(g.stdout, 0, 4, 2, ' ', 0)
+			fmt.Fprintln(tw, "SEQ\tTIME\tKIND\tWHAT\tDECISION\tBY\tOUTCOME")
+			for _, r := range recs {
+				what, decision, by, outcome := r.Tool, r.Decision, r.DecidedBy, r.Outcome
+				if r.Kind == audit.KindChange {
+					what, decision, by, outcome = r.Action+" "+r.Subject, "-", r.Actor, r.Detail
+				} else {
+					what += " (" + r.Entry + ")"
+				}
+				fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%s\t%s\n", r.Seq, r.Time.Local().Format("2006-01-02 15:04:05"), r.Kind, what, orDash(decision), orDash(by), orDash(outcome))
+			}
+			return tw.Flush()
+		},
+	}
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print the records as they are in the log (JSON lines)")
+	cmd.Flags().DurationVar(&since, "since", 0, "only records from the last DURATION (e.g. 30m, 24h)")
+	cmd.Flags().StringVar(&tool, "tool", "", "only calls of this tool")
+	return cmd
+}
+
+func orDash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}
+
+func newAuditVerifyCmd(g *globalOptions) *cobra.Command {
+	var head string
+	cmd := &cobra.Command{
+		Use:   "verify",
+		Short: "Check every record and the chain; exit 3 naming the first bad record",
+		Long: `Checks that every record is intact (its hash matches its content) and that the
+chain is whole (seq counts up by one, each prev is the hash of the record
+before). Exit 0: intact. Exit 3: the first bad record is named (changed,
+deleted, inserted or reordered records all break the chain there). Records
+cut from the end leave a shorter chain that is still whole: pass --head with
+a hash you kept from ` + "`toolhost audit head`" + ` to catch that too.`,
+		Example: "  toolhost audit verify\n  toolhost audit verify --head \"$(cat ~/audit-head.txt)\"",
+		Args:    cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			f, err := g.openAuditFile()
+			if err != nil {
+				return err
+			}
+			defer f.Close()
+			s, err := audit.Verify(f, head)
+			if err != nil {
+				return fmt.Errorf("%s: %w", g.auditPath(), err)
+			}
+			fmt.Fprintf(g.stdout, "audit log intact: %s, head %s\n", plural(int(s.Records), "record"), orDash(s.Head))
+			return nil
+		},
+	}
+	cmd.Flags().StringVar(&head, "head", "", "a head hash kept elsewhere: the log must contain it")
+	return cmd
+}
+
+func newAuditHeadCmd(g *globalOptions) *cobra.Command {
+	return &cobra.Command{
+		Use:     "head",
+		Short:   "Verify the log and print the hash of its last record, to keep somewhere else",
+		Example: "  toolhost audit head > ~/audit-head.txt",
+		Args:    cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			f, err := g.openAuditFile()
+			if err != nil {
+				return err
+			}
+			defer f.Close()
+			// The head of a log that does not verify is worth nothing.
+			s, err := audit.Verify(f, "")
+			if err != nil {
+				return fmt.Errorf("%s: %w", g.auditPath(), err)
+			}
+			if s.Records == 0 {
+				return errors.New("the audit log is empty: nothing has been recorded yet")
+			}
+			fmt.Fprintln(g.stdout, s.Head)
+			return nil
+		},
+	}
+}

@@ -1,0 +1,289 @@
+// Package audit is toolhost's tamper-evident audit log: one JSON record per
+// line in $TOOLHOST_HOME/audit.jsonl, each carrying its sequence number, the
+// hash of the record before it, and its own hash, so that a changed,
+// deleted, inserted or reordered record breaks the chain at that record.
+//
+// A record's hash is the hex sha256 of its line with the trailing
+// `,"hash":"…"` member removed; the line is the canonical encoding of the
+// record (Go's encoding/json of Record, HTML escaping off), so there is
+// exactly one valid line per record. An operator can check a line without
+// toolhost: `jq -cj 'del(.hash)' | sha256sum` over that line gives its hash.
+//
+// The log is append-only and written by one process: the one holding the
+// store (badger's directory lock makes that unique). Every Append is
+// fsync'd before it returns, so a record is durable before the answer it
+// accounts for is sent.
+package audit
+
+import (
+	"bufio"
+	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"regexp"
+	"sync"
+	"time"
+
+	"github.com/toolhost/toolhost/internal/strictjson"
+)
+
+// FileName is the audit log's name inside the toolhost home.
+const FileName = "audit.jsonl"
+
+// MaxLineBytes bounds one record; longer lines are refused by the parser
+// (and never written: Append truncates argument values to fit).
+const MaxLineBytes = 256 << 10
+
+// Record kinds.
+const (
+	KindCall   = "call"
+	KindChange = "change"
+)
+
+// Record is one audit record. Call records fill the call fields, change
+// records Action, Subject and Detail.
+type Record struct {
+	Seq  uint64    `json:"seq"`
+	Time time.Time `json:"time"`
+	// Prev is the hash of the record before; "" for the first record.
+	Prev string `json:"prev"`
+	Kind string `json:"kind"`
+
+	// Calls.
+	Entry           string          `json:"entry,omitempty"`
+	Tool            string          `json:"tool,omitempty"`
+	Plugin          string          `json:"plugin,omitempty"`
+	Digest          string          `json:"digest,omitempty"`
+	ArgumentsSHA256 string          `json:"arguments_sha256,omitempty"`
+	Arguments       json.RawMessage `json:"arguments,omitempty"` // only with serve --log-arguments
+	Decision        string          `json:"decision,omitempty"`
+	DecidedBy       string          `json:"decided_by,omitempty"`
+	Outcome         string          `json:"outcome,omitempty"` // "ok" or the error code
+	Message         string          `json:"message,omitempty"`
+	DurationMS      float64         `json:"duration_ms,omitempty"`
+	WaitedMS        float64         `json:"waited_ms,omitempty"`
+
+	// Changes: install, remove, trust_add, trust_remove, trust_revoke,
+	// trust_unrevoke, trust_threshold, policy_set, policy_unset,
+	// approval_approve, approval_deny, approval_timeout.
+	Action  string `json:"action,omitempty"`
+	Subject string `json:"subject,omitempty"`
+	Detail  string `json:"detail,omitempty"`
+	Actor   string `json:"actor,omitempty"`
+
+	Hash string `json:"hash"`
+}
+
+var recordShape = strictjson.Object{
+	"seq": strictjson.Any{}, "time": strictjson.Any{}, "prev": strictjson.Any{}, "kind": strictjson.Any{},
+	"entry": strictjson.Any{}, "tool": strictjson.Any{}, "plugin": strictjson.Any{}, "digest": strictjson.Any{},
+	"arguments_sha256": strictjson.Any{}, "arguments": strictjson.Any{}, "decision": strictjson.Any{},
+	"decided_by": strictjson.Any{}, "outcome": strictjson.Any{}, "message": strictjson.Any{},
+	"duration_ms": strictjson.Any{}, "waited_ms": strictjson.Any{},
+	"action": strictjson.Any{}, "subject": strictjson.Any{}, "detail": strictjson.Any{}, "actor": strictjson.Any{},
+	"hash": strictjson.Any{},
+}
+
+var hashRE = regexp.MustCompile(`^[0-9a-f]{64}$`)
+
+// encode returns the canonical line of r (without newline) and its hash.
+// r.Hash is ignored.
+func encode(r Record) (line []byte, hash string, err error) {
+	r.Hash = ""
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(r); err != nil {
+		return nil, "", err
+	}
+	full := bytes.TrimSuffix(buf.Bytes(), []byte("\n"))
+	// full ends with `,"hash":""}`; the hashed body is full without that
+	// member.
+	const emptyHash = `,"hash":""}`
+	body := append(bytes.TrimSuffix(full, []byte(emptyHash)), '}')
+	sum := sha256.Sum256(body)
+	hash = hex.EncodeToString(sum[:])
+	line = append(body[:len(body)-1:len(body)-1], []byte(`,"hash":"`+hash+`"}`)...)
+	return line, hash, nil
+}
+
+// ParseLine parses one line of the log and checks that the record is intact
+// on its own: strict JSON, canonical encoding, and a hash that matches.
+// Whether it fits the chain is Verify's business.
+func ParseLine(line []byte) (Record, error) {
+	var r Record
+	if len(line) > MaxLineBytes {
+		return r, fmt.Errorf("line is %d bytes, the limit is %d", len(line), MaxLineBytes)
+	}
+	if err := strictjson.Decode(line, recordShape, &r); err != nil {
+		return Record{}, fmt.Errorf("not a valid audit record: %v", err)
+	}
+	if !hashRE.MatchString(r.Hash) {
+		return Record{}, fmt.Errorf("hash %q is not 64 lowercase hex digits", truncate(r.Hash))
+	}
+	if r.Prev != "" && !hashRE.MatchString(r.Prev) {
+		return Record{}, fmt.Errorf("prev %q is not 64 lowercase hex digits", truncate(r.Prev))
+	}
+	want, hash, err := encode(r)
+	if err != nil {
+		return Record{}, fmt.Errorf("cannot re-encode the record: %v", err)
+	}
+	if hash != r.Hash {
+		return Record{}, fmt.Errorf("its content does not match its hash (changed after it was written)")
+	}
+	if !bytes.Equal(want, line) {
+		return Record{}, fmt.Errorf("it is not in canonical form (changed after it was written)")
+	}
+	return r, nil
+}
+
+func truncate(s string) string {
+	if len(s) > 80 {
+		return s[:80] + "…"
+	}
+	return s
+}
+
+// Log appends records to the audit file. It is safe for concurrent use.
+type Log struct {
+	mu   sync.Mutex
+	f    *os.File
+	path string
+	seq  uint64
+	head string
+	now  func() time.Time
+	err  error // the first write error; the log refuses further appends
+}
+
+// Open opens (creating it 0600) the audit log at path and finds its head.
+// A torn last line (a crash between write and fsync) is cut off and the cut
+// recorded as a change record, so the chain stays verifiable.
+func Open(path string) (*Log, error) {
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o600)
+	if err != nil {
+		return nil, fmt.Errorf("audit: open %s: %w", path, err)
+	}
+	l := &Log{f: f, path: path, now: time.Now}
+	torn, err := l.findHead()
+	if err != nil {
+		f.Close()
+		return nil, err
+	}
+	if _, err := f.Seek(0, io.SeekEnd); err != nil {
+		f.Close()
+		return nil, fmt.Errorf("audit: %s: %w", path, err)
+	}
+	if torn > 0 {
+		if _, err := l.Append(Record{Kind: KindChange, Action: "audit_repair", Subject: FileName,
+			Detail: fmt.Sprintf("cut a torn last line of %d bytes (a write that did not finish)", torn)}); err != nil {
+			f.Close()
+			return nil, err
+		}
+	}
+	return l, nil
+}
+
+// findHead reads the last complete record for seq and head, and cuts an
+// unfinished last line. It returns how many bytes it cut.
+func (l *Log) findHead() (int64, error) {
+	if _, err := l.f.Seek(0, io.SeekStart); err != nil {
+		return 0, err
+	}
+	rd := bufio.NewReaderSize(l.f, 64<<10)
+	var last []byte
+	var good int64
+	for {
+		line, err := rd.ReadBytes('\n')
+		if errors.Is(err, io.EOF) {
+			if len(line) == 0 {
+				break
+			}
+			if err := l.f.Truncate(good); err != nil {
+				return 0, fmt.Errorf("audit: cut torn last line of %s: %w", l.path, err)
+			}
+			if err := l.f.Sync(); err != nil {
+				return 0, fmt.Errorf("audit: %s: %w", l.path, err)
+			}
+			return int64(len(line)), l.setHead(last)
+		}
+		if err != nil {
+			return 0, fmt.Errorf("audit: read %s: %w", l.path, err)
+		}
+		good += int64(len(line))
+		last = append(last[:0], line...)
+	}
+	return 0, l.setHead(last)
+}
+
+func (l *Log) setHead(last []byte) error {
+	if len(last) == 0 {
+		return nil
+	}
+	r, err := ParseLine(bytes.TrimSuffix(last, []byte("\n")))
+	if err != nil {
+		return fmt.Errorf("audit: the last record of %s is damaged (%v); run `toolhost audit verify`, move the file aside to keep it as evidence, and start a new log", l.path, err)
+	}
+	l.seq, l.head = r.Seq, r.Hash
+	return nil
+}
+
+// Append completes r (seq, time when zero, prev, hash), writes it and
+// fsyncs the file. It returns the record as written.
+func (l *Log) Append(r Record) (Record, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.err != nil {
+		return Record{}, l.err
+	}
+	r.Seq, r.Prev = l.seq+1, l.head
+	if r.Time.IsZero() {
+		r.Time = l.now()
+	}
+	r.Time = r.Time.UTC()
+	if r.Kind == "" {
+		r.Kind = KindChange
+	}
+	line, hash, err := encode(r)
+	if err == nil && len(line) >= MaxLineBytes && r.Arguments != nil {
+		r.Arguments = nil
+		r.Message = truncate(r.Message) + " (argument values left out: too long for one record)"
+		line, hash, err = encode(r)
+	}
+	if err != nil {
+		return Record{}, fmt.Errorf("audit: encode record: %w", err)
+	}
+	if _, err := l.f.Write(append(line, '\n')); err != nil {
+		l.err = fmt.Errorf("audit: write %s: %w; the log refuses further records until toolhost restarts", l.path, err)
+		return Record{}, l.err
+	}
+	if err := l.f.Sync(); err != nil {
+		l.err = fmt.Errorf("audit: sync %s: %w; the log refuses further records until toolhost restarts", l.path, err)
+		return Record{}, l.err
+	}
+	l.seq, l.head = r.Seq, hash
+	r.Hash = hash
+	return r, nil
+}
+
+// Head returns the sequence number and hash of the last record ("" when
+// the log is empty).
+func (l *Log) Head() (uint64, string) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.seq, l.head
+}
+
+// Path is the file the log writes.
+func (l *Log) Path() string { return l.path }
+
+// Close closes the file.
+func (l *Log) Close() error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.f.Close()
+}

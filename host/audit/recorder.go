@@ -1,0 +1,61 @@
+package audit
+
+import (
+	"context"
+	"encoding/json"
+	"log/slog"
+	"time"
+
+	"github.com/toolhost/toolhost/host"
+	"github.com/toolhost/toolhost/signing"
+)
+
+// Recorder turns calls and changes into audit records. It is a
+// host.CallObserver.
+type Recorder struct {
+	Log *Log
+	// LogArguments keeps argument values (serve --log-arguments); without
+	// it only their sha256 is recorded.
+	LogArguments bool
+	Logger       *slog.Logger
+}
+
+var _ host.CallObserver = (*Recorder)(nil)
+
+// ObserveCall appends a call record and fsyncs it before returning, so it
+// is durable before the caller sees the answer. A write failure is logged
+// (the interface has no error); the log then refuses further records and
+// every later call is logged as unaudited.
+func (r *Recorder) ObserveCall(_ context.Context, c host.CallRecord) {
+	rec := Record{
+		// Time is when the record is written (the call's end), so records
+		// are in time order; the call started DurationMS before.
+		Kind: KindCall, Entry: string(c.Entry), Tool: c.Tool, Plugin: c.Plugin,
+		ArgumentsSHA256: c.ArgumentsSHA256, Decision: c.Decision, DecidedBy: c.DecidedBy,
+		Outcome: string(c.Outcome), Message: c.Message,
+		DurationMS: ms(c.Duration), WaitedMS: ms(c.Waited),
+	}
+	if c.Digest != (signing.Digest{}) {
+		rec.Digest = c.Digest.String()
+	}
+	if rec.Outcome == "" {
+		rec.Outcome = "ok"
+	}
+	if r.LogArguments && json.Valid(c.Arguments) {
+		rec.Arguments = c.Arguments
+	}
+	if _, err := r.Log.Append(rec); err != nil && r.Logger != nil {
+		r.Logger.Error("call not audited", "tool", c.Tool, "err", err)
+	}
+}
+
+// Change appends a change record (install, remove, trust_*, policy_*,
+// approval_*) and returns only once it is durable.
+func (r *Recorder) Change(action, subject, detail, actor string) error {
+	_, err := r.Log.Append(Record{Kind: KindChange, Action: action, Subject: subject, Detail: detail, Actor: actor})
+	return err
+}
+
+func ms(d time.Duration) float64 {
+	return float64(d.Microseconds()) / 1000
+}

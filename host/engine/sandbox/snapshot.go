@@ -1,0 +1,234 @@
+package sandbox
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+
+	extism "github.com/extism/go-sdk"
+	"github.com/tetratelabs/wazero/api"
+	"github.com/tetratelabs/wazero/experimental"
+)
+
+// imageAllocator gives every linear memory of an instance an image of
+// limit bytes and keeps them, so the instance can be snapshotted and
+// reset. It is an experimental.MemoryAllocator.
+type imageAllocator struct {
+	limit   uint64
+	copyMax uint64 // see newImage; 0 restores every memory by discarding pages
+	mems    []*image
+	err     error // the first reservation that failed
+}
+
+// Allocate implements experimental.MemoryAllocator; a memory that cannot
+// be reserved is refused (wazero then fails the instantiation).
+func (a *imageAllocator) Allocate(_, _ uint64) experimental.LinearMemory {
+	im, err := newImage(a.limit, a.copyMax)
+	if err != nil {
+		if a.err == nil {
+			a.err = err
+		}
+		im = &image{fd: -1} // Reallocate refuses every size
+	}
+	a.mems = append(a.mems, im)
+	return im
+}
+
+// snapshotState is what makes a used instance fresh again: the images of
+// its memories and the values of its mutable globals (exported under
+// reserved names by prepareForSnapshot) at the moment of the snapshot.
+type snapshotState struct {
+	mems    []*image
+	globals []api.MutableGlobal
+	values  []uint64
+}
+
+// capture snapshots the memories a allocated and the globals of mod named
+// in names. Every mutable global must be reachable: one that is not
+// exported, or not mutable, fails the capture.
+func capture(a *imageAllocator, mod api.Module, names []string) (*snapshotState, error) {
+	if a.err != nil {
+		return nil, a.err
+	}
+	s := &snapshotState{mems: a.mems}
+	for _, name := range names {
+		g, ok := mod.ExportedGlobal(name).(api.MutableGlobal)
+		if !ok {
+			return nil, fmt.Errorf("sandbox: global %s is not exported as mutable", name)
+		}
+		s.globals = append(s.globals, g)
+		s.values = append(s.values, g.Get())
+	}
+	for _, m := range s.mems {
+		if err := m.snapshot(); err != nil {
+			return nil, err
+		}
+	}
+	return s, nil
+}
+
+// restore puts memories and globals back as they were at capture. On an
+// error (a memory grew), the instance must be thrown away: part of it may
+// already be restored, the rest not.
+func (s *snapshotState) restore() error {
+	for _, m := range s.mems {
+		if err := m.reset(); err != nil {
+			return err
+		}
+	}
+	for i, g := range s.globals {
+		g.Set(s.values[i])
+	}
+	return nil
+}
+
+// snapshotListeners adds, to the listeners of next, one on the reserved
+// init export of a prepared module: extism does not expose the main
+// module's api.Module, and this is how capture gets it. Only init calls
+// made by newResettable carry the slot the listener fills.
+type snapshotListeners struct {
+	next experimental.FunctionListenerFactory
+}
+
+func (f snapshotListeners) NewFunctionListener(def api.FunctionDefinition) experimental.FunctionListener {
+	if def.GoFunction() == nil && slices.Contains(def.ExportNames(), initExport) {
+		return initListener{}
+	}
+	if def.ModuleName() == wasiModule && def.GoFunction() != nil && len(def.ExportNames()) > 0 && !wasiStateless[def.ExportNames()[0]] {
+		return taintListener{next: f.nextListener(def)}
+	}
+	return f.nextListener(def)
+}
+
+func (f snapshotListeners) nextListener(def api.FunctionDefinition) experimental.FunctionListener {
+	if f.next != nil {
+		return f.next.NewFunctionListener(def)
+	}
+	return nil
+}
+
+const wasiModule = "wasi_snapshot_preview1"
+
+// wasiStateless are the WASI functions that leave nothing behind in the
+// host's per-instance WASI state (the descriptor table, offsets, flags,
+// the file system). A call that uses any other taints its instance, which
+// is then closed instead of reset (fd_readdir too: wazero keeps a
+// directory cursor per descriptor). stdin is empty and stdout discarded;
+// stderr is the instance's capped buffer, which the engine clears.
+var wasiStateless = map[string]bool{
+	"args_get": true, "args_sizes_get": true, "environ_get": true, "environ_sizes_get": true,
+	"clock_res_get": true, "clock_time_get": true, "random_get": true, "sched_yield": true, "poll_oneoff": true,
+	"fd_write": true, "fd_read": true, "fd_pread": true,
+	"fd_fdstat_get": true, "fd_filestat_get": true, "fd_prestat_get": true, "fd_prestat_dir_name": true,
+	"path_filestat_get": true, "path_readlink": true,
+}
+
+type taintKey struct{}
+
+// taintListener marks the call's instance as not resettable, then runs
+// the listener it wraps (if any).
+type taintListener struct{ next experimental.FunctionListener }
+
+func (l taintListener) Before(ctx context.Context, mod api.Module, def api.FunctionDefinition, params []uint64, si experimental.StackIterator) {
+	if tainted, ok := ctx.Value(taintKey{}).(*bool); ok {
+		*tainted = true
+	}
+	if l.next != nil {
+		l.next.Before(ctx, mod, def, params, si)
+	}
+}
+
+func (l taintListener) After(ctx context.Context, mod api.Module, def api.FunctionDefinition, results []uint64) {
+	if l.next != nil {
+		l.next.After(ctx, mod, def, results)
+	}
+}
+
+func (l taintListener) Abort(ctx context.Context, mod api.Module, def api.FunctionDefinition, err error) {
+	if l.next != nil {
+		l.next.Abort(ctx, mod, def, err)
+	}
+}
+
+type moduleSlotKey struct{}
+
+type initListener struct{}
+
+func (initListener) Before(ctx context.Context, mod api.Module, _ api.FunctionDefinition, _ []uint64, _ experimental.StackIterator) {
+	if slot, ok := ctx.Value(moduleSlotKey{}).(*api.Module); ok {
+		*slot = mod
+	}
+}
+
+func (initListener) After(context.Context, api.Module, api.FunctionDefinition, []uint64) {}
+
+func (initListener) Abort(context.Context, api.Module, api.FunctionDefinition, error) {}
+
+// resettable is an extism instance of a prepared module that is made
+// fresh again after every call by restoring its snapshot, taken after
+// instantiation and the guest runtime's initialization (a Go guest's
+// runtime start is then not on any call's path): its memories (the
+// module's and the Extism kernel's heap, which still holds earlier
+// inputs and outputs after the kernel's own reset), the module's mutable
+// globals, and extism's per-instance variables. The kernel's only
+// mutable global is the context reference extism sets itself.
+type resettable struct {
+	p       *extism.Plugin
+	state   *snapshotState
+	tainted bool // a call used WASI state the snapshot does not hold
+}
+
+// newResettable instantiates cp, compiled from prep.wasm with
+// snapshotListeners, on image-backed memories of limit bytes each, runs
+// the init export and captures the result; memories of up to copyMax
+// bytes are restored by copying (see image). limit must be at least every
+// memory's declared minimum (Prevalidate holds those to the page limit):
+// wazero panics when the initial allocation is refused.
+func newResettable(ctx context.Context, cp *extism.CompiledPlugin, prep *prepared, limit, copyMax uint64, cfg extism.PluginInstanceConfig) (*resettable, error) {
+	alloc := &imageAllocator{limit: limit, copyMax: copyMax}
+	ctx = experimental.WithMemoryAllocator(ctx, alloc)
+	p, err := cp.Instance(ctx, cfg)
+	if err != nil {
+		for _, m := range alloc.mems {
+			m.Free()
+		}
+		return nil, err
+	}
+	var mod api.Module
+	rc, _, err := p.CallWithContext(context.WithValue(ctx, moduleSlotKey{}, &mod), initExport, nil)
+	if err == nil && rc != 0 {
+		err = fmt.Errorf("the init export returned %d", rc)
+	}
+	if err == nil && mod == nil {
+		err = errors.New("the init export ran unobserved")
+	}
+	var state *snapshotState
+	if err == nil {
+		state, err = capture(alloc, mod, prep.globals)
+	}
+	if err != nil {
+		p.Close(context.Background())
+		return nil, fmt.Errorf("sandbox: snapshot after initialization: %w", err)
+	}
+	return &resettable{p: p, state: state}, nil
+}
+
+// call runs export with input, watching for WASI calls that would make
+// the instance impossible to reset.
+func (r *resettable) call(ctx context.Context, export string, input []byte) (uint32, []byte, error) {
+	return r.p.CallWithContext(context.WithValue(ctx, taintKey{}, &r.tainted), export, input)
+}
+
+// reset makes the instance fresh again. After an error the instance must
+// be closed, not used.
+func (r *resettable) reset() error {
+	if r.tainted {
+		return errors.New("sandbox: the call changed WASI state (descriptors, offsets or files) that a snapshot cannot restore")
+	}
+	if err := r.state.restore(); err != nil {
+		return err
+	}
+	clear(r.p.Var)
+	return nil
+}

@@ -1,0 +1,163 @@
+package sandbox
+
+import (
+	"errors"
+	"fmt"
+	"unsafe"
+
+	"golang.org/x/sys/unix"
+)
+
+// image is a linear memory the host owns, built so that putting it back
+// to a saved state costs in proportion to the pages a call touched, not
+// to its size: the memory's whole page limit is reserved as one private
+// mapping; after snapshot, its first pages map a memfd that holds the
+// contents at that moment (copy-on-write: writes stay private to this
+// mapping) and the rest is anonymous (zero); reset discards every private
+// page with MADV_DONTNEED, after which reads see the memfd's contents and
+// zeros again. This is how wasmtime's copy-on-write memory images make a
+// used instance fresh.
+//
+// Small memories are restored by copying instead: on this project's CI
+// machine (a nested-virtualization microVM) a page fault costs 10-20 µs,
+// so three touched pages cost more to fault back in than copying 128 KiB
+// (RATIONALE.md, "Snapshots instead of fresh instances").
+//
+// An image implements experimental.LinearMemory; wazero keeps the slice
+// Reallocate returns, which stays valid across snapshot and reset because
+// both keep the mapping's address.
+type image struct {
+	mem      []byte // the whole reservation
+	size     uint64 // the wasm memory's current size
+	snapSize uint64 // the size at snapshot; 0 before
+	fd       int    // the memfd holding the snapshot; -1 before
+	saved    []byte // the snapshot of a small memory, restored by copying
+	copyMax  uint64 // memories up to this size are restored by copying
+}
+
+// defaultCopyMax is the largest memory restored by copying rather than
+// by discarding pages.
+const defaultCopyMax = 256 << 10
+
+// newImage reserves limit bytes (rounded up to whole pages) of address
+// space; pages get memory only once touched. A memory of up to copyMax
+// bytes at snapshot is restored by copying.
+func newImage(limit, copyMax uint64) (*image, error) {
+	n := pageAlign(limit)
+	if n == 0 || n > 1<<32 {
+		return nil, fmt.Errorf("sandbox: cannot reserve a linear memory of %d bytes", limit)
+	}
+	mem, err := unix.Mmap(-1, 0, int(n), unix.PROT_READ|unix.PROT_WRITE, unix.MAP_PRIVATE|unix.MAP_ANONYMOUS|unix.MAP_NORESERVE)
+	if err != nil {
+		return nil, fmt.Errorf("sandbox: reserve %d bytes for a linear memory: %w", n, err)
+	}
+	return &image{mem: mem, fd: -1, copyMax: copyMax}, nil
+}
+
+func pageAlign(n uint64) uint64 {
+	ps := uint64(unix.Getpagesize())
+	return (n + ps - 1) &^ (ps - 1)
+}
+
+// Reallocate implements experimental.LinearMemory: growing within the
+// reservation is only a longer slice of it; beyond it, nil (refused).
+func (im *image) Reallocate(size uint64) []byte {
+	if im.mem == nil || size > uint64(len(im.mem)) {
+		return nil
+	}
+	im.size = size
+	return im.mem[:size:size]
+}
+
+// Free implements experimental.LinearMemory.
+func (im *image) Free() {
+	if im.mem != nil {
+		unix.Munmap(im.mem)
+		im.mem = nil
+	}
+	if im.fd >= 0 {
+		unix.Close(im.fd)
+		im.fd = -1
+	}
+}
+
+// snapshot saves the memory's current contents as the state reset
+// returns to.
+func (im *image) snapshot() error {
+	if im.mem == nil || im.fd >= 0 || im.saved != nil {
+		return errors.New("sandbox: snapshot of a freed or already snapshotted memory")
+	}
+	if im.size <= im.copyMax {
+		im.saved = append(make([]byte, 0, im.size), im.mem[:im.size]...)
+		im.snapSize = im.size
+		return nil
+	}
+	n := pageAlign(im.size)
+	fd, err := unix.MemfdCreate("toolhost-memory-image", unix.MFD_CLOEXEC|unix.MFD_ALLOW_SEALING)
+	if err != nil {
+		return fmt.Errorf("sandbox: memfd for a memory image: %w", err)
+	}
+	if n > 0 {
+		err = writeAll(fd, im.mem[:im.size])
+		if err == nil {
+			err = unix.Ftruncate(fd, int64(n))
+		}
+		if err == nil {
+			// Nothing may change the image once mapped.
+			_, err = unix.FcntlInt(uintptr(fd), unix.F_ADD_SEALS, unix.F_SEAL_SHRINK|unix.F_SEAL_GROW|unix.F_SEAL_WRITE|unix.F_SEAL_SEAL)
+		}
+		if err == nil {
+			err = mapFixed(im.mem[:n], fd)
+		}
+		if err != nil {
+			unix.Close(fd)
+			return fmt.Errorf("sandbox: memory image: %w", err)
+		}
+	}
+	im.fd, im.snapSize = fd, im.size
+	return nil
+}
+
+// reset returns the memory to its snapshot. It refuses (and changes
+// nothing) when the memory is not the size it had then: wazero tracks the
+// size too, and cannot shrink a memory.
+func (im *image) reset() error {
+	if im.fd < 0 && im.saved == nil {
+		return errors.New("sandbox: reset of a memory without a snapshot")
+	}
+	if im.size != im.snapSize {
+		return fmt.Errorf("sandbox: the memory grew from %d to %d bytes", im.snapSize, im.size)
+	}
+	if im.saved != nil {
+		copy(im.mem[:im.size], im.saved)
+		return nil
+	}
+	if n := pageAlign(im.size); n > 0 {
+		return unix.Madvise(im.mem[:n], unix.MADV_DONTNEED)
+	}
+	return nil
+}
+
+func writeAll(fd int, b []byte) error {
+	for len(b) > 0 {
+		n, err := unix.Write(fd, b)
+		if err != nil {
+			return err
+		}
+		b = b[n:]
+	}
+	return nil
+}
+
+// mapFixed maps fd privately over b's pages, at b's address.
+func mapFixed(b []byte, fd int) error {
+	addr := uintptr(unsafe.Pointer(unsafe.SliceData(b)))
+	r, _, errno := unix.Syscall6(unix.SYS_MMAP, addr, uintptr(len(b)), unix.PROT_READ|unix.PROT_WRITE, unix.MAP_PRIVATE|unix.MAP_FIXED, uintptr(fd), 0)
+	if errno != 0 {
+		return errno
+	}
+	if r != addr {
+		return fmt.Errorf("mmap placed the image at %#x, not %#x", r, addr)
+	}
+	return nil
+}

@@ -1,0 +1,184 @@
+package govern
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sort"
+	"sync"
+	"time"
+)
+
+// DefaultApprovalTimeout bounds how long an "ask" call waits for a person
+// (serve --approval-timeout).
+const DefaultApprovalTimeout = 2 * time.Minute
+
+// ErrNoSuchApproval is returned for an ID that is not pending (decided,
+// timed out, its caller gone, or never there).
+var ErrNoSuchApproval = errors.New("no such pending approval")
+
+// Pending is a call waiting for a person.
+type Pending struct {
+	ID        string          `json:"id"`
+	Tool      string          `json:"tool"`
+	Plugin    string          `json:"plugin"`
+	Arguments json.RawMessage `json:"arguments"`
+	Entry     string          `json:"entry"`
+	Since     time.Time       `json:"since"`
+}
+
+// Answer is a person's decision.
+type Answer struct {
+	Approve bool
+	Reason  string
+	// By is who decided: "operator" (CLI, HTTP) or "mcp-client"
+	// (elicitation).
+	By string
+}
+
+// Elicitor asks the user of the client that made a call (MCP elicitation).
+// It returns an error when the client cannot be asked; the call then
+// waits for an operator.
+type Elicitor func(ctx context.Context, p Pending) (Answer, error)
+
+type elicitorKey struct{}
+
+// WithElicitor labels a call's ctx with a way to ask its client's user.
+func WithElicitor(ctx context.Context, e Elicitor) context.Context {
+	return context.WithValue(ctx, elicitorKey{}, e)
+}
+
+func elicitorOf(ctx context.Context) Elicitor {
+	e, _ := ctx.Value(elicitorKey{}).(Elicitor)
+	return e
+}
+
+// Approvals holds the calls that wait for a person. It is safe for
+// concurrent use.
+type Approvals struct {
+	Timeout time.Duration
+	// OnDecide, when set, is told every decision (for the audit log)
+	// before the waiting call goes on.
+	OnDecide func(p Pending, a Answer)
+	Now      func() time.Time
+
+	mu      sync.Mutex
+	pending map[string]*waiter
+}
+
+type waiter struct {
+	p      Pending
+	answer chan Answer // buffered 1: the first decision wins
+}
+
+// Outcome of Ask.
+type Outcome struct {
+	Answer
+	TimedOut bool
+	Waited   time.Duration
+}
+
+// Ask registers p and waits for a decision: from an operator (Decide),
+// from the client's user when ctx carries an Elicitor, or until Timeout
+// (then TimedOut, not approved). It returns ctx's error when the caller
+// goes away first.
+func (a *Approvals) Ask(ctx context.Context, p Pending) (Outcome, error) {
+	now := a.now()
+	p.ID = newID()
+	p.Since = now
+	w := &waiter{p: p, answer: make(chan Answer, 1)}
+	a.mu.Lock()
+	if a.pending == nil {
+		a.pending = map[string]*waiter{}
+	}
+	a.pending[p.ID] = w
+	a.mu.Unlock()
+	defer a.drop(p.ID)
+
+	timeout := a.Timeout
+	if timeout <= 0 {
+		timeout = DefaultApprovalTimeout
+	}
+	timer := time.NewTimer(timeout)
+	defer timer.Stop()
+
+	if e := elicitorOf(ctx); e != nil {
+		ectx, cancel := context.WithCancel(ctx)
+		defer cancel()
+		go func() {
+			ans, err := e(ectx, p)
+			if err != nil {
+				return // the client cannot be asked: an operator decides
+			}
+			ans.By = "mcp-client"
+			a.decide(p.ID, ans)
+		}()
+	}
+	select {
+	case ans := <-w.answer:
+		return Outcome{Answer: ans, Waited: a.now().Sub(now)}, nil
+	case <-timer.C:
+		return Outcome{TimedOut: true, Waited: a.now().Sub(now)}, nil
+	case <-ctx.Done():
+		return Outcome{Waited: a.now().Sub(now)}, ctx.Err()
+	}
+}
+
+func (a *Approvals) drop(id string) {
+	a.mu.Lock()
+	delete(a.pending, id)
+	a.mu.Unlock()
+}
+
+// List returns the pending calls, oldest first.
+func (a *Approvals) List() []Pending {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	out := make([]Pending, 0, len(a.pending))
+	for _, w := range a.pending {
+		out = append(out, w.p)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Since.Before(out[j].Since) })
+	return out
+}
+
+// Decide answers the pending call id as an operator.
+func (a *Approvals) Decide(id string, approve bool, reason string) error {
+	if !a.decide(id, Answer{Approve: approve, Reason: reason, By: "operator"}) {
+		return fmt.Errorf("%w: %q (see `toolhost approvals list`; it may have been decided, timed out or its caller gone)", ErrNoSuchApproval, id)
+	}
+	return nil
+}
+
+func (a *Approvals) decide(id string, ans Answer) bool {
+	a.mu.Lock()
+	w, ok := a.pending[id]
+	if ok {
+		delete(a.pending, id) // the first decision wins
+	}
+	a.mu.Unlock()
+	if !ok {
+		return false
+	}
+	if a.OnDecide != nil {
+		a.OnDecide(w.p, ans)
+	}
+	w.answer <- ans
+	return true
+}
+
+func (a *Approvals) now() time.Time {
+	if a.Now != nil {
+		return a.Now()
+	}
+	return time.Now()
+}
+
+func newID() string {
+	var b [8]byte
+	_, _ = rand.Read(b[:])
+	return hex.EncodeToString(b[:])
+}

@@ -1,0 +1,101 @@
+package govern
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+)
+
+// waitPending returns the first pending approval once there is one.
+func waitPending(t *testing.T, a *Approvals) Pending {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for time.Now().Before(deadline) {
+		if ps := a.List(); len(ps) > 0 {
+			return ps[0]
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	t.Fatal("no pending approval appeared")
+	return Pending{}
+}
+
+func TestApprovalsDecide(t *testing.T) {
+	var decided []Answer
+	a := &Approvals{Timeout: time.Minute, OnDecide: func(_ Pending, ans Answer) { decided = append(decided, ans) }}
+	for _, approve := range []bool{true, false} {
+		done := make(chan Outcome)
+		go func() {
+			out, err := a.Ask(context.Background(), Pending{Tool: "delete_note", Arguments: []byte(`{"id":"1"}`)})
+			if err != nil {
+				t.Error(err)
+			}
+			done <- out
+		}()
+		p := waitPending(t, a)
+		if p.Tool != "delete_note" || string(p.Arguments) != `{"id":"1"}` || p.ID == "" {
+			t.Fatalf("pending = %+v", p)
+		}
+		if err := a.Decide(p.ID, approve, "because"); err != nil {
+			t.Fatal(err)
+		}
+		out := <-done
+		if out.Approve != approve || out.By != "operator" || out.Reason != "because" || out.TimedOut {
+			t.Fatalf("outcome = %+v", out)
+		}
+		if err := a.Decide(p.ID, true, ""); !errors.Is(err, ErrNoSuchApproval) {
+			t.Fatalf("second decision: %v", err)
+		}
+		if len(a.List()) != 0 {
+			t.Fatal("decided call still pending")
+		}
+	}
+	if len(decided) != 2 {
+		t.Fatalf("OnDecide saw %d decisions", len(decided))
+	}
+}
+
+func TestApprovalsTimeoutAndCallerGone(t *testing.T) {
+	a := &Approvals{Timeout: 100 * time.Millisecond}
+	out, err := a.Ask(context.Background(), Pending{Tool: "t"})
+	if err != nil || !out.TimedOut || out.Approve || out.Waited < 100*time.Millisecond {
+		t.Fatalf("timeout: %+v %v", out, err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	a.Timeout = time.Minute
+	go func() { waitPending(t, a); cancel() }()
+	if _, err := a.Ask(ctx, Pending{Tool: "t"}); !errors.Is(err, context.Canceled) {
+		t.Fatalf("caller gone: %v", err)
+	}
+	if len(a.List()) != 0 {
+		t.Fatal("abandoned call still pending")
+	}
+}
+
+func TestApprovalsElicitation(t *testing.T) {
+	a := &Approvals{Timeout: time.Minute}
+	accept := func(ctx context.Context, p Pending) (Answer, error) {
+		return Answer{Approve: true, Reason: "user said yes"}, nil
+	}
+	out, err := a.Ask(WithElicitor(context.Background(), accept), Pending{Tool: "t"})
+	if err != nil || !out.Approve || out.By != "mcp-client" {
+		t.Fatalf("elicitation accept: %+v %v", out, err)
+	}
+	// A client that cannot be asked leaves the decision to an operator.
+	unsupported := func(ctx context.Context, p Pending) (Answer, error) {
+		return Answer{}, errors.New("client does not support elicitation")
+	}
+	done := make(chan Outcome)
+	go func() {
+		out, _ := a.Ask(WithElicitor(context.Background(), unsupported), Pending{Tool: "t"})
+		done <- out
+	}()
+	p := waitPending(t, a)
+	if err := a.Decide(p.ID, false, "no"); err != nil {
+		t.Fatal(err)
+	}
+	if out := <-done; out.Approve || out.By != "operator" {
+		t.Fatalf("after unsupported elicitation: %+v", out)
+	}
+}

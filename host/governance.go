@@ -1,0 +1,51 @@
+package host
+
+import (
+	"context"
+
+	"github.com/toolhost/toolhost/host/toolerr"
+	"github.com/toolhost/toolhost/plugin"
+	"github.com/toolhost/toolhost/store"
+)
+
+// PolicyHook is one hook of an installed policy plugin (a plugin whose
+// signed manifest declares hooks).
+type PolicyHook struct {
+	Plugin string
+	Hook   plugin.Hook
+	// Call runs export in the policy plugin's sandbox, under that plugin's
+	// signed limits. A policy plugin that cannot run now (unverified,
+	// untrusted, quarantined) answers plugin_unavailable, so its hooks deny
+	// (fail closed) until it is fixed or removed.
+	Call func(ctx context.Context, export string, input []byte) ([]byte, error)
+}
+
+// PolicyHooks lists the hooks of every installed plugin, in no particular
+// order (the Governor orders them).
+func (h *Host) PolicyHooks() []PolicyHook {
+	h.mu.RLock()
+	defer h.mu.RUnlock()
+	var out []PolicyHook
+	for _, l := range h.plugins {
+		if l.manifest == nil {
+			continue // quarantined: its bytes did not verify, it has no hooks
+		}
+		for _, hk := range l.manifest.Hooks {
+			out = append(out, PolicyHook{Plugin: l.name, Hook: hk, Call: func(ctx context.Context, export string, input []byte) ([]byte, error) {
+				if err := l.available(h.opts.Now(), h.opts.AllowUnsigned); err != nil {
+					return nil, toolerr.Errorf(toolerr.CodeUnavailable, "policy plugin %s cannot run: %v", l.name, err)
+				}
+				mod, err := l.module(ctx, h.opts.Engine, h.opts.AllowPrivateNetwork)
+				if err != nil {
+					return nil, err
+				}
+				return mod.Call(ctx, export, input)
+			}})
+		}
+	}
+	return out
+}
+
+// Store is the store the host serves from (for the parts of toolhost that
+// keep their own records in it, such as the approval policy).
+func (h *Host) Store() *store.Store { return h.opts.Store }

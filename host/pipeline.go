@@ -1,0 +1,182 @@
+package host
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"time"
+
+	"github.com/toolhost/toolhost/host/toolerr"
+)
+
+// Call runs one tool call through the pipeline every entry point shares:
+//
+//	admission → argument validation → Governor.BeforeCall → sandbox →
+//	Governor.AfterCall → a CallRecord to every observer → answer
+//
+// The tool's deadline (its signed timeout_ms) starts when the call arrives:
+// queue wait, validation, module load and instantiation count against it;
+// only the time a Governor waited for a person (Verdict.Waited) is added.
+// A call whose ctx is cancelled ends with cancelled. The result is the
+// tool's output when it is JSON, else the output as a JSON string.
+// Failures are *toolerr.Error values. The entry point is EntryOf(ctx).
+func (h *Host) Call(ctx context.Context, tool string, args []byte) (json.RawMessage, error) {
+	start := time.Now()
+	sum := sha256.Sum256(args)
+	rec := CallRecord{
+		Start: start, Entry: EntryOf(ctx), Tool: tool,
+		ArgumentsSHA256: hex.EncodeToString(sum[:]), Arguments: args,
+	}
+	res, terr := h.call(ctx, &rec, args)
+	rec.Duration = time.Since(start)
+	var err error
+	if terr != nil {
+		if errors.Is(ctx.Err(), context.Canceled) && terr.Code != toolerr.CodeCancelled {
+			// The caller left: whatever the sandbox said while it was
+			// being stopped, the call was cancelled.
+			terr = toolerr.Errorf(toolerr.CodeCancelled, "the caller cancelled the call (%s)", terr.Message)
+		}
+		rec.Outcome, rec.Message, err = terr.Code, terr.Message, terr
+	}
+	// Observers record even a cancelled call, so they must not see the
+	// caller's cancellation.
+	octx := context.WithoutCancel(ctx)
+	for _, o := range h.opts.Observers {
+		o.ObserveCall(octx, rec)
+	}
+	return res, err
+}
+
+// call is the pipeline proper; it fills rec as it learns.
+func (h *Host) call(ctx context.Context, rec *CallRecord, args []byte) (json.RawMessage, *toolerr.Error) {
+	h.mu.RLock()
+	ref, ok := h.tools[rec.Tool]
+	h.mu.RUnlock()
+	if !ok {
+		return nil, toolerr.Errorf(toolerr.CodeToolNotFound, "no tool named %q is installed; list the available tools first", rec.Tool)
+	}
+	l := ref.plugin
+	rec.Plugin, rec.Digest = l.name, l.digest
+	if err := l.available(h.opts.Now(), h.opts.AllowUnsigned); err != nil {
+		return nil, toolerr.Errorf(toolerr.CodeUnavailable, "tool %q cannot run: plugin %s: %v", rec.Tool, l.name, err)
+	}
+
+	// The deadline runs from arrival.
+	timeout := time.Duration(l.manifest.Limits.Effective().TimeoutMS) * time.Millisecond
+	deadline := rec.Start.Add(timeout)
+	var cancels []context.CancelFunc
+	defer func() {
+		for _, c := range cancels {
+			c()
+		}
+	}()
+	callCtx, cancel := context.WithDeadline(ctx, deadline)
+	cancels = append(cancels, cancel)
+
+	release, err := h.adm.admit(callCtx, l.name, false)
+	rec.Queued = time.Since(rec.Start)
+	if err != nil {
+		return nil, refusal(err, ctx, l.name, rec.Queued, h.adm)
+	}
+	defer func() { release() }()
+
+	input, terr := h.arguments(ref, args)
+	if terr != nil {
+		return nil, terr
+	}
+	info := &CallInfo{Entry: rec.Entry, Tool: ref.tool, Plugin: l.name, Version: l.manifest.Version, Digest: l.digest, Arguments: input}
+
+	if gov := h.governor(); gov != nil {
+		// The slot is given back while the Governor decides: an approval
+		// may wait minutes for a person and must not hold capacity others
+		// need. The Governor sees the caller's ctx, not the tool's
+		// deadline, which does not run while a person decides.
+		release()
+		v, err := gov.BeforeCall(ctx, info)
+		rec.Decision, rec.DecidedBy, rec.Waited = v.Decision, v.DecidedBy, v.Waited
+		if err != nil {
+			return nil, toolerr.As(err)
+		}
+		if v.Arguments != nil {
+			if input, terr = h.arguments(ref, v.Arguments); terr != nil {
+				return nil, toolerr.Errorf(terr.Code, "the arguments as rewritten by %s: %s", v.DecidedBy, terr.Message)
+			}
+			info.Arguments = input
+		}
+		if v.Waited > 0 {
+			deadline = deadline.Add(v.Waited)
+			callCtx, cancel = context.WithDeadline(ctx, deadline)
+			cancels = append(cancels, cancel)
+		}
+		queuedFrom := time.Now()
+		release, err = h.adm.admit(callCtx, l.name, true)
+		rec.Queued += time.Since(queuedFrom)
+		if err != nil {
+			release = func() {}
+			return nil, refusal(err, ctx, l.name, rec.Queued, h.adm)
+		}
+	}
+
+	mod, terr := l.module(callCtx, h.opts.Engine, h.opts.AllowPrivateNetwork)
+	if terr != nil {
+		return nil, terr
+	}
+	out, err := mod.Call(callCtx, ref.tool.Export, input)
+	if err != nil {
+		return nil, engineError(err, ctx, callCtx, timeout)
+	}
+	res := resultJSON(out)
+	if gov := h.governor(); gov != nil {
+		res, err = gov.AfterCall(ctx, info, res)
+		if err != nil {
+			return nil, toolerr.As(err)
+		}
+	}
+	return res, nil
+}
+
+// engineError types an error from the engine, which should already be an
+// *toolerr.Error; anything else is classified by what ended the call.
+func engineError(err error, caller, call context.Context, timeout time.Duration) *toolerr.Error {
+	var te *toolerr.Error
+	switch {
+	case errors.As(err, &te):
+		return te
+	case errors.Is(caller.Err(), context.Canceled):
+		return toolerr.Errorf(toolerr.CodeCancelled, "the caller cancelled the call")
+	case call.Err() != nil:
+		return toolerr.Errorf(toolerr.CodeTimeout, "the call did not finish within its deadline of %v", timeout)
+	}
+	return toolerr.Errorf(toolerr.CodeInternal, "%v", err)
+}
+
+func resultJSON(out []byte) json.RawMessage {
+	if trimmed := bytes.TrimSpace(out); len(trimmed) > 0 && json.Valid(trimmed) {
+		return json.RawMessage(trimmed)
+	}
+	s, _ := json.Marshal(string(out))
+	return s
+}
+
+// governorBox lets a nil Governor be stored atomically.
+type governorBox struct{ g Governor }
+
+// SetGovernor sets (or with nil removes) the Governor of every call
+// admitted from now on.
+func (h *Host) SetGovernor(g Governor) { h.gov.Store(&governorBox{g}) }
+
+func (h *Host) governor() Governor {
+	if b := h.gov.Load(); b != nil {
+		return b.g
+	}
+	return nil
+}
+
+// Load reports how many calls are admitted and waiting now.
+func (h *Host) Load() Load { return h.adm.load() }
+
+// WaitIdle returns when no admitted call is running (or with ctx's error).
+func (h *Host) WaitIdle(ctx context.Context) error { return h.adm.waitIdle(ctx) }

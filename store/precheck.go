@@ -1,0 +1,94 @@
+package store
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"runtime/debug"
+	"strings"
+
+	badger "github.com/dgraph-io/badger/v4"
+	"github.com/dgraph-io/badger/v4/options"
+	"github.com/dgraph-io/badger/v4/table"
+	"github.com/dgraph-io/ristretto/v2/z"
+)
+
+// checkTables opens and checksums every table file before badger does.
+// badger opens tables in goroutines of its own, where a damaged file (a
+// truncated table: slice bounds out of range) panics beyond any recover
+// and kills the process; here the same code runs in the caller's
+// goroutine, where the panic, or a fault on the memory-mapped file, is an
+// error.
+func checkTables(opts badger.Options) error {
+	ents, err := os.ReadDir(opts.Dir)
+	if err != nil {
+		return fmt.Errorf("store: %w", err)
+	}
+	for _, e := range ents {
+		if !strings.HasSuffix(e.Name(), ".sst") || !e.Type().IsRegular() {
+			continue
+		}
+		if err := checkTable(filepath.Join(opts.Dir, e.Name()), opts); err != nil {
+			return fmt.Errorf("%w: table %s: %v; restore the store directory from a backup", ErrCorrupt, e.Name(), err)
+		}
+	}
+	return nil
+}
+
+// removeEmptyLogs deletes zero-length value-log and write-ahead-log files.
+// badger creates such a file and only then sizes it, so a kill in between
+// leaves an empty file that badger's next Open refuses ("Create a new
+// file"). An empty log holds no write, so nothing is lost.
+func removeEmptyLogs(dir string, log func(msg string, args ...any)) error {
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		return fmt.Errorf("store: %w", err)
+	}
+	for _, e := range ents {
+		if !e.Type().IsRegular() || !(strings.HasSuffix(e.Name(), ".vlog") || strings.HasSuffix(e.Name(), ".mem")) {
+			continue
+		}
+		fi, err := e.Info()
+		if err != nil || fi.Size() != 0 {
+			continue
+		}
+		if err := os.Remove(filepath.Join(dir, e.Name())); err != nil {
+			return fmt.Errorf("store: remove the empty log %s left by an interrupted write: %w", e.Name(), err)
+		}
+		log("store: removed an empty log file left by an interrupted write", "file", e.Name())
+	}
+	return nil
+}
+
+func checkTable(path string, opts badger.Options) (err error) {
+	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("unreadable (%v)", r)
+		}
+	}()
+	fi, err := os.Stat(path)
+	if err != nil {
+		return err
+	}
+	if fi.Size() < 16 {
+		return fmt.Errorf("only %d bytes long", fi.Size())
+	}
+	mf, err := z.OpenMmapFile(path, os.O_RDONLY, 0)
+	if err != nil && err != z.NewFile {
+		return err
+	}
+	t, err := table.OpenTable(mf, table.Options{
+		ReadOnly:           true,
+		BlockSize:          opts.BlockSize,
+		BloomFalsePositive: opts.BloomFalsePositive,
+		Compression:        opts.Compression,
+		ChkMode:            options.OnTableAndBlockRead,
+	})
+	if err != nil {
+		mf.Close(-1)
+		return err
+	}
+	defer t.Close(-1)
+	return t.VerifyChecksum()
+}
