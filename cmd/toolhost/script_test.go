@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/rogpeppe/go-internal/testscript"
 
@@ -60,6 +61,7 @@ func TestScripts(t *testing.T) {
 		Cmds: map[string]func(ts *testscript.TestScript, neg bool, args []string){
 			"flipbyte": cmdFlipByte,
 			"edit":     cmdEdit,
+			"waitfile": cmdWaitFile,
 		},
 	})
 }
@@ -126,4 +128,19 @@ func copyDir(from, to string) error {
 		}
 	}
 	return nil
+}
+
+// waitfile FILE: wait up to 60 s for FILE to exist (a background
+// command's socket or output).
+func cmdWaitFile(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) != 1 {
+		ts.Fatalf("usage: waitfile FILE")
+	}
+	path := ts.MkAbs(args[0])
+	for deadline := time.Now().Add(60 * time.Second); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
+		if _, err := os.Stat(path); err == nil {
+			return
+		}
+	}
+	ts.Fatalf("%s did not appear within 60 s", args[0])
 }
