@@ -22,6 +22,11 @@ const (
 // queues in turn, so a plugin with a thousand waiting calls delays another
 // plugin's call by at most one turn. Only a full queue answers busy at once.
 //
+// A plugin with no call running is always admitted, even beyond maxAll:
+// otherwise two plugins whose calls spin until their deadline could hold
+// every slot, and a third plugin's call would wait for one of those
+// deadlines. So running exceeds maxAll by at most one call per plugin.
+//
 // Running here means admitted to the pipeline: the engine then shares its
 // workers among the admitted calls (fairly across plugins, see
 // host/engine).
@@ -68,8 +73,9 @@ func (a *admission) load() Load {
 // errQueueFull and errGaveUp are how admit fails; the pipeline words
 // the typed error (it knows the call's deadline and caller).
 var (
-	errQueueFull = errors.New("queue full")
-	errGaveUp    = errors.New("gave up waiting")
+	errQueueFull       = errors.New("queue full")
+	errPluginQueueFull = errors.New("plugin's queue full")
+	errGaveUp          = errors.New("gave up waiting")
 )
 
 // admit takes a slot for plugin, waiting until ctx ends. front puts the
@@ -78,16 +84,20 @@ var (
 // after a nil error.
 func (a *admission) admit(ctx context.Context, plugin string, front bool) (release func(), err error) {
 	a.mu.Lock()
-	if a.running < a.maxAll && a.perPlugin[plugin] < a.maxPlugin && len(a.queues[plugin]) == 0 {
+	if a.eligible(plugin) && len(a.queues[plugin]) == 0 {
 		// Every waiter that could run would already have been granted a
 		// slot when it freed, so nobody is overtaken here.
 		a.take(plugin)
 		a.mu.Unlock()
 		return a.releaser(plugin), nil
 	}
-	if a.queued >= a.maxQueued || len(a.queues[plugin]) >= a.maxPerQ {
+	if a.queued >= a.maxQueued {
 		a.mu.Unlock()
 		return nil, errQueueFull
+	}
+	if len(a.queues[plugin]) >= a.maxPerQ {
+		a.mu.Unlock()
+		return nil, errPluginQueueFull
 	}
 	w := &waiter{plugin: plugin, ready: make(chan struct{})}
 	q := a.queues[plugin]
@@ -150,14 +160,20 @@ func (a *admission) put(plugin string) {
 	}
 }
 
+// eligible says whether a call of plugin may start now; mu is held.
+func (a *admission) eligible(plugin string) bool {
+	n := a.perPlugin[plugin]
+	return n < a.maxPlugin && (a.running < a.maxAll || n == 0)
+}
+
 // dispatch grants free slots to waiters, one plugin's turn at a time.
 // mu is held.
 func (a *admission) dispatch() {
-	for a.running < a.maxAll && len(a.turn) > 0 {
+	for len(a.turn) > 0 {
 		granted := false
 		for i := 0; i < len(a.turn); i++ {
 			p := a.turn[i]
-			if a.perPlugin[p] >= a.maxPlugin {
+			if !a.eligible(p) {
 				continue
 			}
 			q := a.queues[p]
@@ -179,7 +195,7 @@ func (a *admission) dispatch() {
 			break
 		}
 		if !granted {
-			return // every waiting plugin is at its share
+			return // every waiting plugin is at its share, or no slot is free
 		}
 	}
 }
@@ -229,10 +245,12 @@ func (a *admission) waitIdle(ctx context.Context) error {
 func refusal(err error, caller context.Context, plugin string, waited time.Duration, a *admission) *toolerr.Error {
 	switch {
 	case errors.Is(err, errQueueFull):
-		return toolerr.Errorf(toolerr.CodeBusy, "toolhost is running %d calls and %d more are waiting (plugin %s: at most %d running); retry in a second", a.maxAll, a.maxQueued, plugin, a.maxPlugin)
+		return toolerr.Errorf(toolerr.CodeBusy, "toolhost is running all the calls it admits at once and %d more are waiting, its limit; retry in a second", a.maxQueued)
+	case errors.Is(err, errPluginQueueFull):
+		return toolerr.Errorf(toolerr.CodeBusy, "plugin %s is running %d calls, its share, and %d more are waiting, its limit; retry in a second", plugin, a.maxPlugin, a.maxPerQ)
 	case errors.Is(caller.Err(), context.Canceled):
 		return toolerr.Errorf(toolerr.CodeCancelled, "the caller cancelled the call while it waited %v for a free slot", waited.Round(time.Millisecond))
 	default:
-		return toolerr.Errorf(toolerr.CodeBusy, "the call waited %v, its whole deadline, for a free slot (plugin %s has %d calls running, its share); retry later", waited.Round(time.Millisecond), plugin, a.maxPlugin)
+		return toolerr.Errorf(toolerr.CodeBusy, "the call of plugin %s waited %v, its whole deadline, for a free slot (toolhost admits %d calls at once, %d of one plugin); retry later", plugin, waited.Round(time.Millisecond), a.maxAll, a.maxPlugin)
 	}
 }

@@ -22,10 +22,19 @@ func admitted(t *testing.T, ch <-chan string) string {
 // Free slots go to the waiting plugins in turn, whatever the order and
 // number of their waiting calls.
 func TestAdmissionIsFairAcrossPlugins(t *testing.T) {
-	a := newAdmission(1, 1, 100)
-	hold, err := a.admit(context.Background(), "x", false)
-	if err != nil {
-		t.Fatal(err)
+	// Every plugin has a call running and every slot is taken, so each
+	// further call queues (a plugin with nothing running would be
+	// admitted at once).
+	a := newAdmission(4, 10, 100)
+	var hold func()
+	for _, p := range []string{"flood", "flood", "b", "c"} {
+		r, err := a.admit(context.Background(), p, false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if p == "flood" {
+			hold = r
+		}
 	}
 	grants := make(chan string, 20)
 	enqueue := func(p string) {
@@ -69,6 +78,30 @@ func TestAdmissionIsFairAcrossPlugins(t *testing.T) {
 	}
 }
 
+// Plugins that hold every slot do not hold off a plugin with nothing
+// running: its call is admitted at once (its second one waits).
+func TestAdmissionReservesForIdlePlugins(t *testing.T) {
+	a := newAdmission(2, 2, 10)
+	for range 2 {
+		if _, err := a.admit(context.Background(), "spin", false); err != nil {
+			t.Fatal(err)
+		}
+	}
+	release, err := a.admit(context.Background(), "benign", false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+	defer cancel()
+	if _, err := a.admit(ctx, "benign", false); !errors.Is(err, errGaveUp) {
+		t.Fatalf("a second call beyond the bound: %v, want to wait", err)
+	}
+	release()
+	if l := a.load(); l.Running != 2 {
+		t.Fatalf("load %+v", l)
+	}
+}
+
 func TestAdmissionBounds(t *testing.T) {
 	a := newAdmission(2, 1, 2)
 	r1, err := a.admit(context.Background(), "p", false)
@@ -95,7 +128,7 @@ func TestAdmissionBounds(t *testing.T) {
 	for a.load().Queued != 1 {
 		time.Sleep(time.Millisecond)
 	}
-	if _, err := a.admit(context.Background(), "p", false); !errors.Is(err, errQueueFull) {
+	if _, err := a.admit(context.Background(), "p", false); !errors.Is(err, errPluginQueueFull) {
 		t.Fatalf("p's queue full: %v", err)
 	}
 	r1()

@@ -47,6 +47,9 @@ func populate(t testing.TB) populated {
 	if err := st.PutPlugin(record("a", "1.2.0", p.wasm), p.wasm, "1.2.0"); err != nil {
 		t.Fatal(err)
 	}
+	if err := st.SetPolicy(store.PolicyRule{Pattern: "a_*", Action: store.PolicyDeny}); err != nil {
+		t.Fatal(err)
+	}
 	if err := st.Close(); err != nil {
 		t.Fatal(err)
 	}
@@ -81,7 +84,11 @@ func TestSecurityStateEditedOutsideToolhostFailsClosed(t *testing.T) {
 		"high-water deleted": func(txn *badger.Txn) error { return txn.Delete([]byte("hiwater/a")) },
 		"high-water lowered": func(txn *badger.Txn) error { return txn.Set([]byte("hiwater/a"), []byte("0.0.1")) },
 		"quarantine added":   func(txn *badger.Txn) error { return txn.Set([]byte("quarantine/a"), []byte(`{}`)) },
-		"seal deleted":       func(txn *badger.Txn) error { return txn.Delete([]byte("auth/seal")) },
+		"deny rule deleted":  func(txn *badger.Txn) error { return txn.Delete([]byte("policy/rule/a_*")) },
+		"deny made allow": func(txn *badger.Txn) error {
+			return txn.Set([]byte("policy/rule/a_*"), []byte(`{"pattern":"a_*","action":"allow"}`))
+		},
+		"seal deleted": func(txn *badger.Txn) error { return txn.Delete([]byte("auth/seal")) },
 		"everything deleted": func(txn *badger.Txn) error {
 			it := txn.NewIterator(badger.DefaultIteratorOptions)
 			var keys [][]byte

@@ -47,6 +47,9 @@ func damageAndRead(t testing.TB, p populated, file string, offset int, xor byte,
 			t.Fatalf("%s damaged at %d (xor %#x, cut %d): trust set changed without an error: %+v", file, offset, xor, cut, ts)
 		}
 	}
+	if rules, err := st.PolicyRules(); err == nil && (len(rules) != 1 || rules[0].Action != store.PolicyDeny) {
+		t.Fatalf("%s damaged at %d (xor %#x, cut %d): policy rules %+v without an error", file, offset, xor, cut, rules)
+	}
 	if hw, ok, err := st.HighWater("a"); err == nil && (!ok || hw != "1.2.0") {
 		t.Fatalf("%s damaged at %d (xor %#x, cut %d): high-water mark %q %v without an error", file, offset, xor, cut, hw, ok)
 	}

@@ -8,7 +8,6 @@ import (
 	"net/http/httptest"
 	"reflect"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -389,36 +388,6 @@ func block(b *fakeBackend) *blocker {
 		}
 	})
 	return bl
-}
-
-// startSlow starts n calls of "slow" and waits until all are running.
-func (bl *blocker) startSlow(t *testing.T, srv *httptest.Server, n int) (wait func() []int) {
-	t.Helper()
-	var wg sync.WaitGroup
-	statuses := make([]int, n)
-	for i := range n {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			req, _ := http.NewRequest("POST", srv.URL+"/v1/tools/slow/call", strings.NewReader(`{}`))
-			req.Header.Set("Authorization", "Bearer "+testToken)
-			resp, err := srv.Client().Do(req)
-			if err != nil {
-				t.Error(err)
-				return
-			}
-			resp.Body.Close()
-			statuses[i] = resp.StatusCode
-		}()
-	}
-	for range n {
-		select {
-		case <-bl.entered:
-		case <-time.After(5 * time.Second):
-			t.Fatal("slow calls did not start")
-		}
-	}
-	return func() []int { wg.Wait(); return statuses }
 }
 
 func TestMetrics(t *testing.T) {

@@ -141,6 +141,16 @@ func callOperation(t toolView, result any) *object {
 	if t.Plugin != "" {
 		op.set("x-toolhost-plugin", obj("name", t.Plugin, "version", t.Version))
 	}
+	// The manifest's behaviour hints and approval flag have no OpenAPI
+	// keyword; extensions carry them for clients that care.
+	if a := t.Annotations; a != nil {
+		op.set("x-toolhost-annotations", obj(
+			"read_only", a.ReadOnly, "destructive", a.Destructive, "idempotent", a.Idempotent, "open_world", a.OpenWorld,
+		))
+	}
+	if t.NeedsApproval {
+		op.set("x-toolhost-needs-approval", true)
+	}
 	return op
 }
 

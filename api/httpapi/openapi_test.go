@@ -120,12 +120,13 @@ func checkOpenAPI(t *testing.T, srv *httptest.Server, h *host.Host) {
 		}
 	}
 
-	// Real answers match the responses the document declares.
+	// Real answers match the responses the document declares. (The 200 is
+	// the fixture's: a Go sample's first call can outlast its 2 s limit on
+	// a loaded machine under -race.)
 	for _, tc := range []struct {
 		tool, body, auth, status string
 		schema                   func() *jsonschema.Schema
 	}{
-		{"get_current_time", `{"arguments":{"timezone":"Asia/Tokyo"}}`, "", "200", func() *jsonschema.Schema { return response("get_current_time", "200") }},
 		{"lookup", `{"arguments":{"query":"q"}}`, "", "200", func() *jsonschema.Schema { return response("lookup", "200") }},
 		{"convert_time", `{"arguments":{"time":"yesterday"}}`, "", "400", func() *jsonschema.Schema { return errorResponse("BadRequest") }},
 		{"lookup", `{"arguments":{}}`, "-", "401", func() *jsonschema.Schema { return errorResponse("Unauthorized") }},
@@ -171,7 +172,8 @@ func TestOpenAPIDocument(t *testing.T) {
 			Parameters: json.RawMessage(`{"type":"object","properties":{"id":{"$ref":"#/$defs/id"},"$ref":{"type":"string"},` +
 				`"tree":{"type":"array","items":{"$ref":"#"}}},"required":["id"],"$defs":{"id":{"type":"string"}}}`),
 			OutputSchema: json.RawMessage(`{"type":"object","properties":{"deleted":{"type":"boolean"}},"enum":[{"$ref":"#/not/a/ref"}]}`),
-			Title:        "Delete a note",
+			Title:        "Delete a note", NeedsApproval: true,
+			Annotations: &toolAnnotations{Destructive: true, Idempotent: true},
 		},
 		{Name: "plain", Description: "No metadata", Plugin: "other", Parameters: json.RawMessage(`{"type":"object"}`)},
 	}
@@ -208,6 +210,21 @@ func TestOpenAPIDocument(t *testing.T) {
 	}
 	if got := d.Paths["/v1/tools/plain/call"]["post"].Summary; got != "plain" {
 		t.Errorf("summary without a title = %q, want the name", got)
+	}
+	var ext map[string]map[string]map[string]json.RawMessage
+	_ = json.Unmarshal(data, &struct {
+		Paths *map[string]map[string]map[string]json.RawMessage `json:"paths"`
+	}{&ext})
+	del, plain := ext["/v1/tools/delete_note/call"]["post"], ext["/v1/tools/plain/call"]["post"]
+	if string(del["x-toolhost-annotations"]) != `{"read_only":false,"destructive":true,"idempotent":true,"open_world":false}` ||
+		string(del["x-toolhost-needs-approval"]) != "true" {
+		t.Errorf("delete_note extensions: %s %s", del["x-toolhost-annotations"], del["x-toolhost-needs-approval"])
+	}
+	if _, ok := plain["x-toolhost-annotations"]; ok {
+		t.Error("a tool without annotations got x-toolhost-annotations")
+	}
+	if _, ok := plain["x-toolhost-needs-approval"]; ok {
+		t.Error("a tool without needs_approval got x-toolhost-needs-approval")
 	}
 	var tooMany struct {
 		Content map[string]struct{ Schema json.RawMessage }

@@ -18,6 +18,7 @@ import (
 	"github.com/toolhost/toolhost/host"
 	"github.com/toolhost/toolhost/host/govern"
 	"github.com/toolhost/toolhost/host/observe"
+	"github.com/toolhost/toolhost/host/watch"
 	"github.com/toolhost/toolhost/plugin"
 )
 
@@ -30,6 +31,10 @@ type serveOptions struct {
 	allowedHosts    []string
 	allowPrivateNet bool
 	logArguments    bool
+	watchDir        string
+	// background, when set, runs beside the server on its host (the
+	// watcher, the dev loop) until the returned stop is called.
+	background func(ctx context.Context, h *host.Host) (stop func(), err error)
 }
 
 func newServeCmd(g *globalOptions) *cobra.Command {
@@ -45,10 +50,20 @@ foreign Host or Origin header are refused (DNS-rebinding defence).
 
 While serve runs, the other toolhost commands (plugin install/remove/list,
 trust …, call, mcp) work through it, and changes are visible at once.
-SIGINT/SIGTERM stop accepting requests and let running calls finish.`,
-		Example: "  toolhost serve\n  toolhost serve --addr 127.0.0.1:8080\n  curl -H \"Authorization: Bearer $(cat ~/.toolhost/token)\" http://127.0.0.1:7411/v1/tools",
+SIGINT/SIGTERM stop accepting requests and let running calls finish.
+
+--watch DIR keeps DIR's signed bundles installed: a bundle copied in is
+verified and installed (its tools callable within about a second), a newer
+version upgrades — unless it grants new permissions: then it is refused with
+the changes in the log and waits for ` + "`toolhost plugin install --yes`" + ` —
+and a deleted bundle's plugin is removed. Bad bundles are refused with the
+reason in the log; everything else keeps serving.`,
+		Example: "  toolhost serve\n  toolhost serve --watch /srv/toolhost/plugins\n  toolhost serve --addr 127.0.0.1:8080\n  curl -H \"Authorization: Bearer $(cat ~/.toolhost/token)\" http://127.0.0.1:7411/v1/tools",
 		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if o.watchDir != "" {
+				o.background = func(ctx context.Context, h *host.Host) (func(), error) { return g.startWatch(ctx, h, o.watchDir) }
+			}
 			return g.serve(cmd.Context(), o)
 		},
 	}
@@ -61,6 +76,7 @@ SIGINT/SIGTERM stop accepting requests and let running calls finish.`,
 	f.IntVar(&g.admission.maxQueued, "max-queued", 0, fmt.Sprintf("calls waiting for admission before answering busy (default %d)", host.DefaultMaxQueued))
 	f.BoolVar(&o.allowPrivateNet, "allow-private-network", false, "let plugins reach their granted hosts at loopback/private/link-local addresses")
 	f.IntVar(&g.workers, "workers", 0, "sandbox worker processes (default: twice the CPUs, at least 3); one plugin uses at most all but one")
+	f.StringVar(&o.watchDir, "watch", "", "install, upgrade and remove plugins from the signed bundles (*.plugin) in this directory")
 	f.BoolVar(&o.logArguments, "log-arguments", false, "include each call's arguments in its log line and audit record (they are the user's data: off by default)")
 	f.DurationVar(&g.approvalTimeout, "approval-timeout", govern.DefaultApprovalTimeout, "how long a call whose policy is ask waits for a person before it is denied")
 	return cmd
@@ -100,6 +116,13 @@ func (g *globalOptions) serve(ctx context.Context, o serveOptions) error {
 	metrics.TrackLoad(local.H)
 	if err := metrics.Registry().Register(g.gov.gov.Collector()); err != nil {
 		return fmt.Errorf("governance metrics: %w", err)
+	}
+	if o.background != nil {
+		stop, err := o.background(ctx, local.H)
+		if err != nil {
+			return err
+		}
+		defer stop()
 	}
 
 	ln, err := net.Listen("tcp", o.addr)
@@ -147,6 +170,11 @@ func (g *globalOptions) serve(ctx context.Context, o serveOptions) error {
 	if err := srv.Shutdown(sctx); err != nil && !errors.Is(err, http.ErrServerClosed) {
 		return fmt.Errorf("shutdown: %w", err)
 	}
+	// Calls that came through the control socket (toolhost call, an
+	// attached toolhost mcp) finish too before the host closes.
+	if err := local.H.WaitIdle(sctx); err != nil {
+		return fmt.Errorf("shutdown: calls still running: %w", err)
+	}
 	return nil
 }
 
@@ -182,4 +210,17 @@ func (g *globalOptions) openLocalOwner(ctx context.Context) (control.Local, func
 		<-done
 		closeHost()
 	}, nil
+}
+
+// startWatch runs a watcher over dir until the returned stop is called.
+func (g *globalOptions) startWatch(ctx context.Context, h *host.Host, dir string) (stop func(), err error) {
+	w, err := watch.New(watch.Options{Dir: dir, Host: g.gov.governed(h, "watch"), Logger: g.logger})
+	if err != nil {
+		return nil, err
+	}
+	wctx, cancel := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() { defer close(done); w.Run(wctx) }()
+	fmt.Fprintf(g.stdout, "watching %s for signed bundles (*.plugin)\n", dir)
+	return func() { cancel(); <-done }, nil
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/toolhost/toolhost/api/control"
+	"github.com/toolhost/toolhost/authoring"
 	"github.com/toolhost/toolhost/curator"
 	"github.com/toolhost/toolhost/host"
 	"github.com/toolhost/toolhost/host/audit"
@@ -138,6 +139,7 @@ policy, 4 tool call failed, 5 not found, 6 store busy.`,
 	curatorCmd.AddCommand(newKeygenCmd(g), newReviewCmd(g), newSignCmd(g))
 	pluginCmd := &cobra.Command{Use: "plugin", Short: "Pack, verify, install and manage plugins"}
 	pluginCmd.AddCommand(newPackCmd(g), newVerifyCmd(g), newInstallCmd(g), newListCmd(g), newInspectCmd(g), newRemoveCmd(g))
+	pluginCmd.AddCommand(newPluginInitCmd(g), newPluginBuildCmd(g), newPluginDevCmd(g))
 	trustCmd := &cobra.Command{Use: "trust", Short: "Manage which curator keys are trusted"}
 	trustCmd.AddCommand(newTrustAddCmd(g), newTrustListCmd(g), newTrustRemoveCmd(g), newTrustRevokeCmd(g), newTrustUnrevokeCmd(g), newTrustPolicyCmd(g))
 	root.AddCommand(curatorCmd, pluginCmd, trustCmd, newCallCmd(g), newBenchCmd(g), newServeCmd(g), newMCPCmd(g), newWorkerCmd(g))
@@ -198,7 +200,8 @@ func exitCode(err error) int {
 		errors.Is(err, curator.ErrWrongPassphrase), errors.Is(err, errModuleRefused),
 		errors.Is(err, curator.ErrKeyFileExposed),
 		errors.Is(err, host.ErrWidening), errors.Is(err, store.ErrTampered),
-		errors.Is(err, control.ErrUntrustedSocket), errors.Is(err, errNotPrivate):
+		errors.Is(err, control.ErrUntrustedSocket), errors.Is(err, errNotPrivate),
+		errors.Is(err, authoring.ErrModule):
 		return exitRefused
 	}
 	return exitError

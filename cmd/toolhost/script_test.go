@@ -4,9 +4,12 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/rogpeppe/go-internal/testscript"
 
@@ -34,6 +37,7 @@ func TestScripts(t *testing.T) {
 	// One compilation cache for all scripts: compiling the Go sample takes
 	// seconds, and the cache is keyed by the wasm's hash.
 	cache := t.TempDir()
+	goEnv := goEnvironment(t)
 	testscript.Run(t, testscript.Params{
 		Dir:                 "testdata/script",
 		RequireExplicitExec: true,
@@ -41,6 +45,9 @@ func TestScripts(t *testing.T) {
 			home := filepath.Join(env.WorkDir, "home")
 			env.Setenv("TOOLHOST_HOME", home)
 			env.Setenv("TOOLHOST_PASSPHRASE", "")
+			for k, v := range goEnv { // plugin build runs the go command
+				env.Setenv(k, v)
+			}
 			if err := os.MkdirAll(filepath.Join(home, "cache"), 0o700); err != nil {
 				return err
 			}
@@ -57,10 +64,40 @@ func TestScripts(t *testing.T) {
 		},
 		Cmds: map[string]func(ts *testscript.TestScript, neg bool, args []string){
 			"flipbyte":      cmdFlipByte,
+			"edit":          cmdEdit,
+			"waitfile":      cmdWaitFile,
 			"decidewaiting": cmdDecideWaiting,
 			"waitserving":   cmdWaitServing,
 		},
 	})
+}
+
+// goEnvironment is what the go command needs under testscript's empty
+// HOME: the caches of the user running the tests.
+func goEnvironment(t *testing.T) map[string]string {
+	env := map[string]string{}
+	out, err := exec.Command("go", "env", "GOCACHE", "GOMODCACHE", "GOPATH", "GOPROXY").Output()
+	if err != nil {
+		return env
+	}
+	for i, v := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+		env[[]string{"GOCACHE", "GOMODCACHE", "GOPATH", "GOPROXY"}[i]] = v
+	}
+	return env
+}
+
+// edit FILE OLD NEW: replace the first OLD in FILE with NEW (OLD must occur).
+func cmdEdit(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) != 3 {
+		ts.Fatalf("usage: edit FILE OLD NEW")
+	}
+	path := ts.MkAbs(args[0])
+	data, err := os.ReadFile(path)
+	ts.Check(err)
+	if !strings.Contains(string(data), args[1]) {
+		ts.Fatalf("%s does not contain %q", args[0], args[1])
+	}
+	ts.Check(os.WriteFile(path, []byte(strings.Replace(string(data), args[1], args[2], 1)), 0o644))
 }
 
 // flipbyte FILE OFFSET: xor the byte at OFFSET (negative: from the end) with 0x01.
@@ -97,4 +134,19 @@ func copyDir(from, to string) error {
 		}
 	}
 	return nil
+}
+
+// waitfile FILE: wait up to 60 s for FILE to exist (a background
+// command's socket or output).
+func cmdWaitFile(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) != 1 {
+		ts.Fatalf("usage: waitfile FILE")
+	}
+	path := ts.MkAbs(args[0])
+	for deadline := time.Now().Add(60 * time.Second); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
+		if _, err := os.Stat(path); err == nil {
+			return
+		}
+	}
+	ts.Fatalf("%s did not appear within 60 s", args[0])
 }

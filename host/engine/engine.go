@@ -22,7 +22,10 @@ package engine
 
 import (
 	"context"
+	"errors"
+	"time"
 
+	"github.com/toolhost/toolhost/host/toolerr"
 	"github.com/toolhost/toolhost/plugin"
 )
 
@@ -59,4 +62,51 @@ type Module interface {
 	// *toolerr.Error.
 	Call(ctx context.Context, export string, input []byte) ([]byte, error)
 	Close(ctx context.Context) error
+}
+
+// Budget derives the context a call runs under: its deadline is the earlier
+// of ctx's and timeoutMS from now. Everything the call does (waiting for a
+// worker, loading the module, instantiating it, running it) counts against
+// it.
+func Budget(ctx context.Context, timeoutMS uint32) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(ctx, time.Duration(timeoutMS)*time.Millisecond)
+}
+
+// Stopped is the error of a call whose ctx ended while what was still
+// running: cancelled when the caller went away (context.Canceled), timeout
+// when the deadline passed. It returns nil while ctx has not ended.
+func Stopped(ctx context.Context, what string) *toolerr.Error {
+	switch err := ctx.Err(); {
+	case err == nil:
+		return nil
+	case errors.Is(err, context.DeadlineExceeded):
+		return toolerr.Errorf(toolerr.CodeTimeout, "the tool's deadline passed while %s; it was stopped", what)
+	default:
+		return Cancelled()
+	}
+}
+
+// Cancelled is the error of a call whose caller went away.
+func Cancelled() *toolerr.Error {
+	return toolerr.Errorf(toolerr.CodeCancelled, "the caller went away; the call was stopped")
+}
+
+// Stats is a snapshot of an engine's capacity, for metrics.
+type Stats struct {
+	// Workers counts the sandboxes (worker processes) alive, Idle those
+	// of them waiting for a call.
+	Workers, Idle int
+	// Running counts the calls holding a worker, Waiting those waiting
+	// for one.
+	Running, Waiting int
+	// Started counts the workers started, Killed those the supervisor
+	// killed (deadline, memory, cancellation, protocol, retirement),
+	// Crashed those that died on their own.
+	Started, Killed, Crashed uint64
+}
+
+// StatsReporter is an optional interface of an Engine that can report its
+// capacity (worker.Pool does; the in-process engine has no fixed capacity).
+type StatsReporter interface {
+	EngineStats() Stats
 }

@@ -95,10 +95,60 @@ func (f snapshotListeners) NewFunctionListener(def api.FunctionDefinition) exper
 	if def.GoFunction() == nil && slices.Contains(def.ExportNames(), initExport) {
 		return initListener{}
 	}
+	if def.ModuleName() == wasiModule && def.GoFunction() != nil && len(def.ExportNames()) > 0 && !wasiStateless[def.ExportNames()[0]] {
+		return taintListener{next: f.nextListener(def)}
+	}
+	return f.nextListener(def)
+}
+
+func (f snapshotListeners) nextListener(def api.FunctionDefinition) experimental.FunctionListener {
 	if f.next != nil {
 		return f.next.NewFunctionListener(def)
 	}
 	return nil
+}
+
+const wasiModule = "wasi_snapshot_preview1"
+
+// wasiStateless are the WASI functions that leave nothing behind in the
+// host's per-instance WASI state (the descriptor table, offsets, flags,
+// the file system). A call that uses any other taints its instance, which
+// is then closed instead of reset (fd_readdir too: wazero keeps a
+// directory cursor per descriptor). stdin is empty and stdout discarded;
+// stderr is the instance's capped buffer, which the engine clears.
+var wasiStateless = map[string]bool{
+	"args_get": true, "args_sizes_get": true, "environ_get": true, "environ_sizes_get": true,
+	"clock_res_get": true, "clock_time_get": true, "random_get": true, "sched_yield": true, "poll_oneoff": true,
+	"fd_write": true, "fd_read": true, "fd_pread": true,
+	"fd_fdstat_get": true, "fd_filestat_get": true, "fd_prestat_get": true, "fd_prestat_dir_name": true,
+	"path_filestat_get": true, "path_readlink": true,
+}
+
+type taintKey struct{}
+
+// taintListener marks the call's instance as not resettable, then runs
+// the listener it wraps (if any).
+type taintListener struct{ next experimental.FunctionListener }
+
+func (l taintListener) Before(ctx context.Context, mod api.Module, def api.FunctionDefinition, params []uint64, si experimental.StackIterator) {
+	if tainted, ok := ctx.Value(taintKey{}).(*bool); ok {
+		*tainted = true
+	}
+	if l.next != nil {
+		l.next.Before(ctx, mod, def, params, si)
+	}
+}
+
+func (l taintListener) After(ctx context.Context, mod api.Module, def api.FunctionDefinition, results []uint64) {
+	if l.next != nil {
+		l.next.After(ctx, mod, def, results)
+	}
+}
+
+func (l taintListener) Abort(ctx context.Context, mod api.Module, def api.FunctionDefinition, err error) {
+	if l.next != nil {
+		l.next.Abort(ctx, mod, def, err)
+	}
 }
 
 type moduleSlotKey struct{}
@@ -124,8 +174,9 @@ func (initListener) Abort(context.Context, api.Module, api.FunctionDefinition, e
 // globals, and extism's per-instance variables. The kernel's only
 // mutable global is the context reference extism sets itself.
 type resettable struct {
-	p     *extism.Plugin
-	state *snapshotState
+	p       *extism.Plugin
+	state   *snapshotState
+	tainted bool // a call used WASI state the snapshot does not hold
 }
 
 // newResettable instantiates cp, compiled from prep.wasm with
@@ -163,9 +214,18 @@ func newResettable(ctx context.Context, cp *extism.CompiledPlugin, prep *prepare
 	return &resettable{p: p, state: state}, nil
 }
 
+// call runs export with input, watching for WASI calls that would make
+// the instance impossible to reset.
+func (r *resettable) call(ctx context.Context, export string, input []byte) (uint32, []byte, error) {
+	return r.p.CallWithContext(context.WithValue(ctx, taintKey{}, &r.tainted), export, input)
+}
+
 // reset makes the instance fresh again. After an error the instance must
 // be closed, not used.
 func (r *resettable) reset() error {
+	if r.tainted {
+		return errors.New("sandbox: the call changed WASI state (descriptors, offsets or files) that a snapshot cannot restore")
+	}
 	if err := r.state.restore(); err != nil {
 		return err
 	}

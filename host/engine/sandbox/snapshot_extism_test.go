@@ -5,6 +5,7 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	extism "github.com/extism/go-sdk"
@@ -54,7 +55,7 @@ func resettableCopying(tb testing.TB, path string, copyMax uint64) *resettable {
 
 func extismCall(t *testing.T, r *resettable, export string, input []byte) []byte {
 	t.Helper()
-	rc, out, err := r.p.CallWithContext(context.Background(), export, input)
+	rc, out, err := r.call(context.Background(), export, input)
 	if err != nil || rc != 0 {
 		t.Fatalf("%s: rc %d, %v", export, rc, err)
 	}
@@ -197,5 +198,20 @@ func BenchmarkResettableGoGuest(b *testing.B) {
 				}
 			}
 		})
+	}
+}
+
+// TestResettableWASIState: a call that changes WASI state the snapshot
+// does not hold (closing stdout) makes reset refuse, so the instance is
+// closed; a stateless WASI call (the clock) does not.
+func TestResettableWASIState(t *testing.T) {
+	r := resettableOf(t, "testdata/wasistate.wasm")
+	extismCall(t, r, "clock", nil)
+	if err := r.reset(); err != nil {
+		t.Fatalf("reset after reading the clock: %v", err)
+	}
+	extismCall(t, r, "close", nil)
+	if err := r.reset(); err == nil || !strings.Contains(err.Error(), "WASI state") {
+		t.Fatalf("reset after closing stdout: %v, want a refusal naming WASI state", err)
 	}
 }

@@ -98,7 +98,8 @@ func (im *image) snapshot() error {
 		return fmt.Errorf("sandbox: memfd for a memory image: %w", err)
 	}
 	if n > 0 {
-		if err := writeAll(fd, im.mem[:im.size]); err == nil {
+		err = writeAll(fd, im.mem[:im.size])
+		if err == nil {
 			err = unix.Ftruncate(fd, int64(n))
 		}
 		if err == nil {

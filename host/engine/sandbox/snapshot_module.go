@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+
+	"github.com/toolhost/toolhost/host/engine/wasmcheck"
 )
 
 // Reserved export names the snapshot pass adds to a module. Nothing else
@@ -32,7 +34,7 @@ type prepared struct {
 	globals []string
 }
 
-var errNotPreparable = errors.New("the module already uses the reserved export prefix " + reservedPrefix)
+var errNotPreparable = fmt.Errorf("the module already exports a name beginning with the reserved %q", reservedPrefix)
 
 // prepareForSnapshot returns wasm with every defined mutable global
 // exported under globalExport+index and an empty function exported as
@@ -365,4 +367,18 @@ func (r *wr) constExpr() {
 			r.fail(fmt.Sprintf("unsupported instruction %#x in a constant expression", op))
 		}
 	}
+}
+
+// snapshotRefusal says why instances of the verified module m cannot be
+// made fresh by restoring a snapshot (its calls then get real fresh
+// instances), or returns nil: tables and dropped data segments are state
+// the snapshot does not hold.
+func snapshotRefusal(m *wasmcheck.Module) error {
+	switch {
+	case m.MutatesTables:
+		return errors.New("the module changes its tables")
+	case m.DropsData:
+		return errors.New("the module drops data segments")
+	}
+	return nil
 }

@@ -206,3 +206,24 @@ func benchRestore(b *testing.B, fn string, copyMax uint64) {
 		}
 	}
 }
+
+func TestSnapshotRefusal(t *testing.T) {
+	for file, refused := range map[string]bool{
+		"testdata/leaky.wasm":                 false,
+		"../wasmcheck/testdata/features.wasm": true, // table.init, elem.drop, table.grow, data.drop
+		"../../testdata/echo/echo.wasm":       false,
+		"testdata/kernelsnoop.wasm":           false,
+	} {
+		wasm, err := os.ReadFile(file)
+		if err != nil {
+			t.Fatal(err)
+		}
+		m, err := wasmcheck.Check(wasm, wasmcheck.Policy{MaxMemoryPages: 64, MaxTableElements: MaxTableElements, AllowedImports: func(string, string) bool { return true }})
+		if err != nil {
+			t.Fatalf("%s: %v", file, err)
+		}
+		if err := snapshotRefusal(m); (err != nil) != refused {
+			t.Errorf("%s: snapshotRefusal = %v, want refused %v", file, err, refused)
+		}
+	}
+}

@@ -52,6 +52,9 @@ func (c *checker) instructions(s *reader, fn int) error {
 				}
 			}
 		case op >= 0x20 && op <= 0x26: // local.get/set/tee global.get/set table.get/set
+			if op == 0x26 {
+				c.m.MutatesTables = true
+			}
 			_, err = s.u32("index")
 		case op >= 0x28 && op <= 0x3e: // loads and stores
 			err = memArg(s)
@@ -136,6 +139,12 @@ func (c *checker) prefixFC(s *reader, off int) error {
 		return err
 	}
 	n := 0 // number of u32 immediates
+	switch sub {
+	case 9: // data.drop
+		c.m.DropsData = true
+	case 12, 13, 14, 15, 17: // table.init elem.drop table.copy table.grow table.fill
+		c.m.MutatesTables = true
+	}
 	switch {
 	case sub <= 7: // saturating truncations
 	case sub == 8, sub == 10, sub == 12, sub == 14: // memory.init memory.copy table.init table.copy

@@ -108,6 +108,13 @@ type Module struct {
 	TotalLocals       int64
 	// UsesTableGrow is true if any function body contains table.grow.
 	UsesTableGrow bool
+	// MutatesTables is true if any function body changes a table
+	// (table.set, table.grow, table.fill, table.copy, table.init) or drops
+	// an element segment; DropsData if one drops a data segment. Their
+	// state outlives a call: an instance that may have changed them
+	// cannot be reset from a snapshot of its memories and globals.
+	MutatesTables bool
+	DropsData     bool
 }
 
 // Export returns the export with the given name, if any.

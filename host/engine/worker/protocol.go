@@ -86,6 +86,9 @@ type loadHeader struct {
 	Exports     []string          `json:"exports"`
 	Private     bool              `json:"allow_private_network,omitempty"`
 	Reuse       bool              `json:"reuse_instances,omitempty"`
+	// BudgetMS is the time left to the deadline of the call that loads
+	// the module (0: none, an install); the first instantiation stops then.
+	BudgetMS uint32 `json:"budget_ms,omitempty"`
 }
 
 type callHeader struct {
@@ -93,6 +96,9 @@ type callHeader struct {
 	Export string `json:"export"`
 	// Measure asks the worker for the call's peak resident memory.
 	Measure bool `json:"measure,omitempty"`
+	// BudgetMS is the time left to the call's deadline: the worker stops
+	// the call then, before the supervisor's grace runs out.
+	BudgetMS uint32 `json:"budget_ms,omitempty"`
 }
 
 type unloadHeader struct {

@@ -10,6 +10,7 @@ import (
 	"os"
 	"runtime/debug"
 	"runtime/metrics"
+	"time"
 
 	"golang.org/x/sys/unix"
 
@@ -68,7 +69,9 @@ func Serve(ctx context.Context, r io.Reader, w io.Writer, cacheDir string) error
 				old.Close(ctx)
 				delete(modules, h.Key)
 			}
-			mod, err := eng.Compile(ctx, specFromLoad(h, f.body))
+			lctx, cancel := withBudget(ctx, h.BudgetMS)
+			mod, err := eng.Compile(lctx, specFromLoad(h, f.body))
+			cancel()
 			if err != nil {
 				if err := reply(asError(err), nil); err != nil {
 					return err
@@ -94,7 +97,9 @@ func Serve(ctx context.Context, r io.Reader, w io.Writer, cacheDir string) error
 			if h.Measure {
 				resetPeakRSS()
 			}
-			out, err := mod.Call(ctx, h.Export, f.body)
+			cctx, cancel := withBudget(ctx, h.BudgetMS)
+			out, err := mod.Call(cctx, h.Export, f.body)
+			cancel()
 			if err != nil {
 				out = nil
 			}
@@ -122,6 +127,15 @@ func Serve(ctx context.Context, r io.Reader, w io.Writer, cacheDir string) error
 			return fmt.Errorf("worker: unknown frame kind %d", f.kind)
 		}
 	}
+}
+
+// withBudget bounds ctx to budgetMS from now (0: unbounded): the time the
+// supervisor said was left to the call's deadline.
+func withBudget(ctx context.Context, budgetMS uint32) (context.Context, context.CancelFunc) {
+	if budgetMS == 0 {
+		return context.WithCancel(ctx)
+	}
+	return context.WithTimeout(ctx, time.Duration(budgetMS)*time.Millisecond)
 }
 
 func replyCall(bw *bufio.Writer, e *toolerr.Error, body []byte, peak int64) error {

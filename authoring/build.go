@@ -1,0 +1,163 @@
+package authoring
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/toolhost/toolhost/host/engine"
+	"github.com/toolhost/toolhost/host/engine/sandbox"
+	"github.com/toolhost/toolhost/plugin"
+)
+
+// Errors of Build, grouped so callers can map them to exit codes.
+var (
+	// ErrToolchain means the language's toolchain is missing; the message
+	// says how to install it.
+	ErrToolchain = errors.New("authoring: toolchain missing")
+	// ErrCompile means the toolchain ran and failed; the message holds its
+	// output.
+	ErrCompile = errors.New("authoring: compile failed")
+	// ErrModule means the module would be refused at install.
+	ErrModule = errors.New("authoring: the sandbox would refuse this module")
+)
+
+// BuildResult is what Build made.
+type BuildResult struct {
+	Lang     string
+	Bundle   *plugin.Bundle
+	Output   string // the bundle file written
+	Duration time.Duration
+}
+
+// DetectLang says which language the plugin in dir is written in.
+func DetectLang(dir string) (string, error) {
+	if _, err := os.Stat(filepath.Join(dir, "plugin.json")); err != nil {
+		return "", fmt.Errorf("authoring: %s has no plugin.json (make a plugin with `toolhost plugin init NAME`): %w", dir, err)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
+		return LangGo, nil
+	}
+	if _, err := os.Stat(filepath.Join(dir, "package.json")); err == nil {
+		return LangAssemblyScript, nil
+	}
+	return "", fmt.Errorf("authoring: %s has neither go.mod (Go) nor package.json (AssemblyScript); build the wasm yourself and use `toolhost plugin pack`", dir)
+}
+
+// Build compiles the plugin in dir to the wasm file its manifest names,
+// checks the module as install would, and writes the unsigned bundle to
+// out (default DIR/NAME.plugin).
+func Build(ctx context.Context, dir, out string) (BuildResult, error) {
+	start := time.Now()
+	lang, err := DetectLang(dir)
+	if err != nil {
+		return BuildResult{}, err
+	}
+	res := BuildResult{Lang: lang}
+	m, err := readManifest(dir)
+	if err != nil {
+		return res, err
+	}
+	switch lang {
+	case LangGo:
+		err = buildGo(ctx, dir, m.Wasm)
+	case LangAssemblyScript:
+		err = buildAssemblyScript(ctx, dir, m.Wasm)
+	}
+	if err != nil {
+		return res, err
+	}
+	b, err := plugin.PackDir(dir)
+	if err != nil {
+		return res, err
+	}
+	if err := Check(b); err != nil {
+		return res, err
+	}
+	if out == "" {
+		out = filepath.Join(dir, b.Manifest().Name+".plugin")
+	}
+	tmp := out + ".tmp"
+	if err := os.WriteFile(tmp, b.Bytes(), 0o644); err != nil {
+		return res, err
+	}
+	if err := os.Rename(tmp, out); err != nil {
+		return res, err
+	}
+	res.Bundle, res.Output, res.Duration = b, out, time.Since(start)
+	return res, nil
+}
+
+// Check runs the sandbox's pre-validation on a bundle, as install does
+// before compiling: imports the host provides, memory and tables within
+// limits, every tool's export present.
+func Check(b *plugin.Bundle) error {
+	m := b.Manifest()
+	exports := make([]string, len(m.Tools))
+	for i, t := range m.Tools {
+		exports[i] = t.Export
+	}
+	spec := engine.Spec{Name: m.Name, Wasm: b.Wasm, Limits: m.Limits.Effective(), Permissions: m.Permissions, Exports: exports}
+	if err := sandbox.Prevalidate(spec); err != nil {
+		return fmt.Errorf("%w: %v", ErrModule, err)
+	}
+	return nil
+}
+
+func readManifest(dir string) (*plugin.Manifest, error) {
+	data, err := os.ReadFile(filepath.Join(dir, "plugin.json"))
+	if err != nil {
+		return nil, err
+	}
+	m, err := plugin.ParseManifest(data)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", filepath.Join(dir, "plugin.json"), err)
+	}
+	return m, nil
+}
+
+func buildGo(ctx context.Context, dir, wasm string) error {
+	gobin, err := exec.LookPath("go")
+	if err != nil {
+		return fmt.Errorf("%w: the go command is not on PATH; install Go 1.24 or newer (https://go.dev/dl) — Go plugins build with GOOS=wasip1 GOARCH=wasm", ErrToolchain)
+	}
+	cmd := exec.CommandContext(ctx, gobin, "build", "-trimpath", "-buildmode=c-shared", "-o", wasm, ".")
+	cmd.Env = append(os.Environ(), "GOOS=wasip1", "GOARCH=wasm", "CGO_ENABLED=0")
+	return runTool(cmd, dir, "GOOS=wasip1 GOARCH=wasm go build -buildmode=c-shared -o "+wasm+" .")
+}
+
+func buildAssemblyScript(ctx context.Context, dir, wasm string) error {
+	if _, err := exec.LookPath("node"); err != nil {
+		return fmt.Errorf("%w: node is not on PATH; install Node.js 18 or newer with npm (https://nodejs.org, or apt-get install nodejs npm)", ErrToolchain)
+	}
+	asc := filepath.Join(dir, "node_modules", ".bin", "asc")
+	if _, err := os.Stat(asc); err != nil {
+		return fmt.Errorf("%w: the AssemblyScript compiler is not installed in %s; run `npm install` there (it installs assemblyscript and @extism/as-pdk from package.json)", ErrToolchain, dir)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "node_modules", "@extism", "as-pdk")); err != nil {
+		return fmt.Errorf("%w: @extism/as-pdk is not installed in %s; run `npm install` there", ErrToolchain, dir)
+	}
+	npx, err := exec.LookPath("npx")
+	if err != nil {
+		return fmt.Errorf("%w: npx is not on PATH; install npm (it comes with Node.js)", ErrToolchain)
+	}
+	args := []string{"--no-install", "asc", "assembly/index.ts", "--outFile", wasm, "--use", "abort=assembly/index/abort", "--optimize"}
+	cmd := exec.CommandContext(ctx, npx, args...)
+	return runTool(cmd, dir, "npx "+strings.Join(args, " "))
+}
+
+func runTool(cmd *exec.Cmd, dir, shown string) error {
+	cmd.Dir = dir
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	if err := cmd.Run(); err != nil {
+		return fmt.Errorf("%w: `%s` in %s: %v\n%s", ErrCompile, shown, dir, err, strings.TrimSpace(out.String()))
+	}
+	return nil
+}

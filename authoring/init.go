@@ -1,0 +1,88 @@
+package authoring
+
+import (
+	"bytes"
+	"embed"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strings"
+	"text/template"
+)
+
+//go:embed templates
+var templates embed.FS
+
+// Languages a plugin can be written in.
+const (
+	LangGo             = "go"
+	LangAssemblyScript = "assemblyscript"
+)
+
+// ErrExists means Init would overwrite files.
+var ErrExists = errors.New("authoring: directory is not empty")
+
+var nameRE = regexp.MustCompile(`^[a-z][a-z0-9_-]{0,63}$`)
+
+// Init writes a new plugin directory for NAME in lang at dir, which must
+// not exist or be empty. It returns the files written, relative to dir.
+func Init(dir, name, lang string) ([]string, error) {
+	if !nameRE.MatchString(name) {
+		return nil, fmt.Errorf("authoring: plugin name %q must match %s (lowercase letter, then up to 63 of a-z 0-9 _ -)", name, nameRE)
+	}
+	if lang != LangGo && lang != LangAssemblyScript {
+		return nil, fmt.Errorf("authoring: unknown language %q: use %s or %s", lang, LangGo, LangAssemblyScript)
+	}
+	if entries, err := os.ReadDir(dir); err == nil && len(entries) > 0 {
+		return nil, fmt.Errorf("%w: %s already holds %d entries; choose a new directory with --dir", ErrExists, dir, len(entries))
+	}
+	files := map[string][]byte{}
+	root := "templates/" + lang
+	err := fs.WalkDir(templates, root, func(p string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		rel := strings.TrimSuffix(strings.TrimPrefix(p, root+"/"), ".tmpl")
+		files[rel], err = render(p, name)
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	if files[".gitignore"], err = render("templates/gitignore.tmpl", name); err != nil {
+		return nil, err
+	}
+	var written []string
+	for rel, data := range files {
+		target := filepath.Join(dir, filepath.FromSlash(rel))
+		if err := os.MkdirAll(filepath.Dir(target), 0o755); err != nil {
+			return written, err
+		}
+		if err := os.WriteFile(target, data, 0o644); err != nil {
+			return written, err
+		}
+		written = append(written, rel)
+	}
+	slices.Sort(written)
+	return written, nil
+}
+
+func render(path, name string) ([]byte, error) {
+	src, err := templates.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	t, err := template.New(path).Delims("{{", "}}").Option("missingkey=error").Parse(string(src))
+	if err != nil {
+		return nil, fmt.Errorf("authoring: template %s: %w", path, err)
+	}
+	var buf bytes.Buffer
+	if err := t.Execute(&buf, struct{ Name string }{name}); err != nil {
+		return nil, fmt.Errorf("authoring: template %s: %w", path, err)
+	}
+	return buf.Bytes(), nil
+}

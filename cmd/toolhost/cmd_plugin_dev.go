@@ -1,0 +1,143 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/toolhost/toolhost/authoring"
+	"github.com/toolhost/toolhost/host"
+	"github.com/toolhost/toolhost/plugin"
+)
+
+func newPluginDevCmd(g *globalOptions) *cobra.Command {
+	var addr string
+	cmd := &cobra.Command{
+		Use:   "dev [DIR]",
+		Short: "Build and serve a plugin unsigned in a throwaway home; rebuild and reload on every change",
+		Long: `Build the plugin in DIR (default .), install it unsigned into a new,
+throwaway home (a temporary directory, deleted on exit — the operator's home and
+its store are never touched) and serve it over HTTP and MCP under the same
+sandbox and limits as a real install. Every change to a source file rebuilds
+and reloads the plugin: the next call runs the new code, no restart. Each
+rebuild, the tool list and a log line per call are printed here. A build that
+fails is reported and the previous build keeps serving.
+
+Ctrl-C stops it.`,
+		Example: "  toolhost plugin dev\n  toolhost plugin dev ./hello --addr 127.0.0.1:7412",
+		Args:    cobra.MaximumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			dir := "."
+			if len(args) == 1 {
+				dir = args[0]
+			}
+			if _, err := authoring.DetectLang(dir); err != nil {
+				return err
+			}
+			home, err := os.MkdirTemp("", "toolhost-dev-")
+			if err != nil {
+				return err
+			}
+			defer os.RemoveAll(home)
+			g.home, g.allowUnsigned = home, true
+			fmt.Fprintf(g.stdout, "dev home %s (throwaway: deleted on exit; unsigned plugins allowed only here)\n", home)
+			d := &devLoop{g: g, dir: dir, bundle: filepath.Join(home, "dev.plugin")}
+			return g.serve(cmd.Context(), serveOptions{addr: addr, background: d.start})
+		},
+	}
+	cmd.Flags().StringVar(&addr, "addr", "127.0.0.1:7412", "listen address (loopback)")
+	return cmd
+}
+
+// devLoop rebuilds and reinstalls one plugin directory on change.
+type devLoop struct {
+	g      *globalOptions
+	dir    string
+	bundle string // where builds are packed: inside the throwaway home
+	last   string // fingerprint of the sources at the last build
+}
+
+// start builds and installs once (failing if that fails), then polls.
+func (d *devLoop) start(ctx context.Context, h *host.Host) (func(), error) {
+	d.last = d.fingerprint()
+	if err := d.rebuild(ctx, h); err != nil {
+		return nil, err
+	}
+	lctx, cancel := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		t := time.NewTicker(300 * time.Millisecond)
+		defer t.Stop()
+		for {
+			select {
+			case <-lctx.Done():
+				return
+			case <-t.C:
+			}
+			if fp := d.fingerprint(); fp != d.last {
+				d.last = fp
+				fmt.Fprintf(d.g.stdout, "change in %s: rebuilding\n", d.dir)
+				if err := d.rebuild(lctx, h); err != nil {
+					fmt.Fprintf(d.g.stdout, "build failed (the previous build keeps serving): %v\n", err)
+				}
+			}
+		}
+	}()
+	return func() { cancel(); <-done }, nil
+}
+
+func (d *devLoop) rebuild(ctx context.Context, h *host.Host) error {
+	res, err := authoring.Build(ctx, d.dir, d.bundle)
+	if err != nil {
+		return err
+	}
+	// The same version with new content, and a grant the author just
+	// added, are what development is: accept both, but show the changes.
+	rep, err := h.Install(ctx, res.Bundle, host.InstallOptions{AllowDowngrade: true, AcceptWidening: true})
+	if err != nil {
+		return err
+	}
+	printBuild(d.g, res)
+	if plugin.Widens(rep.Changes) {
+		printChanges(d.g.stdout, rep)
+	}
+	var tools []string
+	for _, t := range h.Tools() {
+		tools = append(tools, t.Name)
+	}
+	fmt.Fprintf(d.g.stdout, "serving %s %s: %s\n", rep.Name, rep.Version, strings.Join(tools, ", "))
+	return nil
+}
+
+// fingerprint summarizes the plugin's sources: every file's path, size
+// and modification time, except build outputs and dependencies.
+func (d *devLoop) fingerprint() string {
+	var b strings.Builder
+	filepath.WalkDir(d.dir, func(p string, e fs.DirEntry, err error) error {
+		if err != nil {
+			return nil
+		}
+		name := e.Name()
+		if e.IsDir() {
+			if p != d.dir && (name == "node_modules" || name == "build" || strings.HasPrefix(name, ".")) {
+				return filepath.SkipDir
+			}
+			return nil
+		}
+		if strings.HasSuffix(name, ".wasm") || strings.HasSuffix(name, ".plugin") || strings.HasSuffix(name, ".tmp") {
+			return nil
+		}
+		if fi, err := e.Info(); err == nil {
+			fmt.Fprintf(&b, "%s %d %d\n", p, fi.Size(), fi.ModTime().UnixNano())
+		}
+		return nil
+	})
+	return b.String()
+}

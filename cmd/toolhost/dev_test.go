@@ -1,0 +1,122 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"io"
+	"net/http"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/toolhost/toolhost/authoring"
+)
+
+// lockedBuffer is an output the dev command writes while the test reads.
+type lockedBuffer struct {
+	mu  sync.Mutex // guards buf
+	buf bytes.Buffer
+}
+
+func (b *lockedBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *lockedBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
+
+// TestPluginDevReloadsOnEdit runs `toolhost plugin dev` on a fresh Go
+// plugin: the tool answers over HTTP, an edit to its source shows up in
+// the next call without a restart, and the throwaway home is gone after.
+func TestPluginDevReloadsOnEdit(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "hello")
+	if _, err := authoring.Init(dir, "hello", authoring.LangGo); err != nil {
+		t.Fatal(err)
+	}
+	operatorHome := t.TempDir()
+	t.Setenv("TOOLHOST_HOME", operatorHome)
+	ctx, cancel := context.WithCancel(context.Background())
+	var stdout, stderr lockedBuffer
+	exited := make(chan int, 1)
+	go func() {
+		exited <- run(ctx, []string{"plugin", "dev", dir, "--addr", "127.0.0.1:0"}, strings.NewReader(""), &stdout, &stderr)
+	}()
+	defer func() {
+		cancel()
+		select {
+		case <-exited:
+		case <-time.After(30 * time.Second):
+			t.Error("plugin dev did not stop within 30 s of its context ending")
+		}
+	}()
+
+	wait := func(what string, re *regexp.Regexp) []string {
+		t.Helper()
+		deadline := time.Now().Add(2 * time.Minute) // a cold Go build on a loaded box
+		for time.Now().Before(deadline) {
+			if m := re.FindStringSubmatch(stdout.String()); m != nil {
+				return m
+			}
+			select {
+			case code := <-exited:
+				t.Fatalf("plugin dev exited %d before %s:\n%s\n%s", code, what, stdout.String(), stderr.String())
+			case <-time.After(50 * time.Millisecond):
+			}
+		}
+		t.Fatalf("no %s:\n%s\n%s", what, stdout.String(), stderr.String())
+		return nil
+	}
+	home := wait("dev home", regexp.MustCompile(`dev home (\S+)`))[1]
+	url := wait("URL", regexp.MustCompile(`serving \d+ tools? on (http://\S+)`))[1]
+	token, err := os.ReadFile(filepath.Join(home, "token"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	call := func() string {
+		t.Helper()
+		req, _ := http.NewRequest("POST", url+"/v1/tools/greet/call", strings.NewReader(`{"arguments":{"name":"Ada"}}`))
+		req.Header.Set("Authorization", "Bearer "+strings.TrimSpace(string(token)))
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		body, _ := io.ReadAll(resp.Body)
+		return string(body)
+	}
+	if got := call(); !strings.Contains(got, `"Hello, Ada!"`) {
+		t.Fatalf("first call: %s", got)
+	}
+
+	src := filepath.Join(dir, "greet.go")
+	code, _ := os.ReadFile(src)
+	if err := os.WriteFile(src, bytes.Replace(code, []byte(`"Hello, "`), []byte(`"Howdy, "`), 1), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	wait("rebuild", regexp.MustCompile(`change in .*: rebuilding\n(?s:.*)serving hello 0\.1\.0: greet`))
+	if got := call(); !strings.Contains(got, `"Howdy, Ada!"`) {
+		t.Fatalf("call after the edit: %s", got)
+	}
+	if !strings.Contains(stderr.String(), `msg="tool call"`) {
+		t.Errorf("no call log in the terminal:\n%s", stderr.String())
+	}
+
+	cancel()
+	<-exited
+	exited <- 0
+	if _, err := os.Stat(home); !os.IsNotExist(err) {
+		t.Errorf("the throwaway home %s is still there: %v", home, err)
+	}
+	if entries, _ := os.ReadDir(operatorHome); len(entries) != 0 {
+		t.Errorf("plugin dev wrote into the operator's home: %v", entries)
+	}
+}

@@ -1,0 +1,87 @@
+package sandbox
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/tetratelabs/wazero/experimental"
+	"github.com/toolhost/toolhost/host/engine"
+	"github.com/toolhost/toolhost/host/toolerr"
+)
+
+func (m *inProcessModule) Call(ctx context.Context, export string, input []byte) (out []byte, err error) {
+	m.closeMu.RLock()
+	defer m.closeMu.RUnlock()
+	if m.closed {
+		return nil, toolerr.Errorf(toolerr.CodeUnavailable, "plugin %s was unloaded", m.spec.Name)
+	}
+	if uint64(len(input)) > uint64(m.spec.Limits.MemoryPages)*65536 {
+		return nil, m.inputError(len(input))
+	}
+	// Instantiating (when no instance is ready) counts against the call's
+	// budget as much as running it.
+	ctx, cancel := engine.Budget(ctx, m.spec.Limits.TimeoutMS)
+	defer cancel()
+
+	in, ierr := m.take(ctx)
+	g, stderr := in.g, in.stderr
+	g.inputLen = uint64(len(input))
+	state := &callState{}
+	ctx = context.WithValue(ctx, callStateKey{}, state)
+	ctx = context.WithValue(ctx, guardKey{}, g)
+	ctx = experimental.WithMemoryAllocator(ctx, g)
+	if ierr != nil {
+		return nil, m.failure(ctx, g, ierr, stderr)
+	}
+	inst := in.p
+	defer func() { m.done(in, err == nil) }()
+	rc, out, err := inst.CallWithContext(ctx, export, input)
+	if g.inputRefused && ctx.Err() == nil {
+		// extism ignores the failure to copy the input into the kernel's
+		// memory: the export ran on an empty (or clobbered) input.
+		return nil, m.inputError(len(input))
+	}
+	if err != nil || rc != 0 {
+		if denied := deniedError(state); denied != nil && ctx.Err() == nil {
+			return nil, denied
+		}
+	}
+	if err != nil {
+		return nil, m.failure(ctx, g, err, stderr)
+	}
+	if g.badAccess != "" {
+		return nil, toolerr.Errorf(toolerr.CodePluginError, "the tool %s", g.badAccess)
+	}
+	if rc != 0 {
+		if g.exhausted() {
+			return nil, m.memoryError(g, fmt.Sprintf("it returned error code %d", rc))
+		}
+		return nil, toolerr.Errorf(toolerr.CodePluginError, "the tool returned error code %d", rc)
+	}
+	return m.output(g, out)
+}
+
+// output checks a successful call's output. The Extism kernel silently
+// ignores an output_set whose range is not inside its memory (for
+// instance after an allocation failed), which would otherwise look like a
+// success with an empty result.
+func (m *inProcessModule) output(g *callGuard, out []byte) ([]byte, error) {
+	limit := uint64(m.spec.Limits.MaxOutputBytes)
+	if g.outputSet && uint64(len(out)) != g.outputLen {
+		switch {
+		case g.outputLen > limit:
+			return nil, toolerr.Errorf(toolerr.CodeOutputTooLarge, "the tool tried to return %d bytes of output, the limit is %d", g.outputLen, limit)
+		case g.exhausted():
+			return nil, m.memoryError(g, "its output did not fit")
+		default:
+			return nil, toolerr.Errorf(toolerr.CodePluginError, "the tool set its output to a range outside its memory (%d bytes at offset %#x)", g.outputLen, g.outputOffset)
+		}
+	}
+	if uint64(len(out)) > limit {
+		return nil, toolerr.Errorf(toolerr.CodeOutputTooLarge, "the tool produced %d bytes of output, the limit is %d", len(out), limit)
+	}
+	if len(out) == 0 && g.exhausted() {
+		return nil, m.memoryError(g, "it returned no output")
+	}
+	return out, nil
+}

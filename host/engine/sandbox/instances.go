@@ -1,0 +1,209 @@
+package sandbox
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"strings"
+	"sync"
+
+	extism "github.com/extism/go-sdk"
+	"github.com/tetratelabs/wazero"
+	"github.com/tetratelabs/wazero/experimental"
+	"github.com/toolhost/toolhost/host/engine"
+	"github.com/toolhost/toolhost/host/toolerr"
+)
+
+type inProcessModule struct {
+	engine   *InProcess
+	spec     engine.Spec
+	compiled *extism.CompiledPlugin
+	files    *readOnlyFiles
+	// closeMu orders Close after the calls and refills in flight: they
+	// hold it for reading while they use compiled, files and ready; Close
+	// takes it for writing to set closed and release them. So Close waits
+	// for the calls running in this process, which end at their deadline.
+	closeMu sync.RWMutex
+	closed  bool
+
+	// ready holds instances made ahead of calls. Without ReuseInstances an
+	// instance in ready has never run a call: making the next one right
+	// after a call takes instantiation off the next call's path. With
+	// ReuseInstances, instances that ended a call cleanly go back here.
+	ready chan *instance
+	// filling is held by the one background refill at a time (TryLock:
+	// a call never waits for it).
+	filling sync.Mutex
+}
+
+// instance is one instantiation of the module with the guard and stderr
+// buffer bound to it when it was made. An instance is owned by whoever
+// holds it: the ready channel, or the one call that took it (an extism
+// Plugin is not safe for concurrent use).
+type instance struct {
+	p      *extism.Plugin
+	g      *callGuard
+	stderr *cappedBuffer
+}
+
+func (m *inProcessModule) Close(ctx context.Context) error {
+	m.closeMu.Lock()
+	defer m.closeMu.Unlock()
+	if m.closed {
+		return nil
+	}
+	m.closed = true
+	m.drain()
+	m.engine.forget(m)
+	m.files.close()
+	return m.compiled.Close(ctx)
+}
+
+// cappedBuffer keeps the first n bytes written to it.
+type cappedBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+	n   int
+}
+
+func (c *cappedBuffer) Write(p []byte) (int, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if room := c.n - c.buf.Len(); room > 0 {
+		c.buf.Write(p[:min(room, len(p))])
+	}
+	return len(p), nil
+}
+
+func (c *cappedBuffer) String() string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.buf.String()
+}
+
+func (m *inProcessModule) moduleConfig(stderr *cappedBuffer) wazero.ModuleConfig {
+	return wazero.NewModuleConfig().
+		WithSysWalltime().
+		WithSysNanotime().
+		WithSysNanosleep().
+		WithRandSource(rand.Reader).
+		WithStderr(stderr).
+		WithFSConfig(m.files.cfg)
+}
+
+// firstInstance instantiates the module once, so that a module that
+// compiles but cannot instantiate is refused now; the instance, which has
+// run no call, is kept for the first call.
+//
+// Instantiating runs the module's start function. It gets the tool's
+// timeout: an instantiation that takes longer could never serve a call
+// (every fresh call instantiates). When ctx ends first (a call's deadline:
+// the host compiles on a plugin's first call; or its caller went away), it
+// is that call's timeout or cancellation, not a fault of the module.
+func (m *inProcessModule) firstInstance(ctx context.Context) error {
+	ictx, cancel := engine.Budget(ctx, m.spec.Limits.TimeoutMS)
+	defer cancel()
+	in, err := m.newInstance(ictx)
+	if err != nil {
+		if stopped := engine.Stopped(ctx, "the module was being instantiated"); stopped != nil {
+			return stopped
+		}
+		if ictx.Err() != nil {
+			return toolerr.Errorf(toolerr.CodeInvalidModule, "instantiating the module (its start function) took longer than the tool's timeout of %d ms", m.spec.Limits.TimeoutMS)
+		}
+		msg := strings.TrimPrefix(firstLine(err.Error()), "instantiating module: ")
+		return toolerr.Errorf(toolerr.CodeInvalidModule, "the module cannot be instantiated: %s", msg)
+	}
+	if !m.put(in) {
+		in.p.Close(context.Background())
+	}
+	return nil
+}
+
+// newInstance instantiates the module with a fresh guard and stderr.
+func (m *inProcessModule) newInstance(ctx context.Context) (*instance, error) {
+	in := &instance{g: newCallGuard(m.spec, 0), stderr: &cappedBuffer{n: 4096}}
+	ctx = context.WithValue(ctx, guardKey{}, in.g)
+	ctx = experimental.WithMemoryAllocator(ctx, in.g)
+	p, err := m.compiled.Instance(ctx, extism.PluginInstanceConfig{ModuleConfig: m.moduleConfig(in.stderr)})
+	if err != nil {
+		return in, err
+	}
+	in.p = p
+	in.g.findKernel(p.Memory())
+	return in, nil
+}
+
+// drain closes the module's ready instances.
+func (m *inProcessModule) drain() {
+	for {
+		select {
+		case in := <-m.ready:
+			in.p.Close(context.Background())
+		default:
+			return
+		}
+	}
+}
+
+// put offers an instance to the next call; it reports whether it was kept.
+func (m *inProcessModule) put(in *instance) bool {
+	select {
+	case m.ready <- in:
+		m.engine.keepWarm(m)
+		return true
+	default:
+		return false
+	}
+}
+
+// take returns a ready instance, or makes one.
+func (m *inProcessModule) take(ctx context.Context) (*instance, error) {
+	select {
+	case in := <-m.ready:
+		return in, nil
+	default:
+		return m.newInstance(ctx)
+	}
+}
+
+// refill makes a fresh instance for the next call, in the background.
+func (m *inProcessModule) refill() {
+	if !m.filling.TryLock() {
+		return
+	}
+	go func() {
+		defer m.filling.Unlock()
+		m.closeMu.RLock()
+		defer m.closeMu.RUnlock()
+		if m.closed || len(m.ready) > 0 {
+			return
+		}
+		// Bounded like firstInstance: a start function that spins does
+		// not keep a core busy in the background for long.
+		ctx, cancel := engine.Budget(context.Background(), m.spec.Limits.TimeoutMS)
+		defer cancel()
+		in, err := m.newInstance(ctx)
+		if err != nil {
+			return
+		}
+		if !m.put(in) {
+			in.p.Close(context.Background())
+		}
+	}()
+}
+
+// done disposes of an instance after a call: reused only when the
+// manifest opted in and the call ended cleanly, else closed.
+func (m *inProcessModule) done(in *instance, clean bool) {
+	if m.spec.ReuseInstances && clean {
+		in.g.reset()
+		if m.put(in) {
+			return
+		}
+	}
+	in.p.Close(context.Background())
+	if !m.spec.ReuseInstances {
+		m.refill()
+	}
+}

@@ -1,0 +1,216 @@
+package worker
+
+import (
+	"bufio"
+	"fmt"
+	"io"
+	"os/exec"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// killReason is why the supervisor ended a worker process. It is a kind,
+// set once (the first reason wins), read when explaining a death.
+type killReason uint32
+
+const (
+	notKilled killReason = iota
+	// killCrashed marks a worker that died on its own mid-request: kill
+	// then only makes sure it is gone.
+	killCrashed
+	killNoStart     // it did not report ready (in time)
+	killDeadline    // the request ran past its deadline plus grace
+	killMemory      // its resident memory passed the cap
+	killCancelled   // the caller went away and it did not stop at once
+	killProtocol    // it sent a frame the protocol does not allow
+	killReplaced    // it was found dead or unusable; a new one replaces it
+	killRetired     // a surplus worker the pool no longer needs
+	killPoolClosing // the pool is closing
+)
+
+func (r killReason) String() string {
+	switch r {
+	case notKilled:
+		return "not killed"
+	case killCrashed:
+		return "crashed"
+	case killNoStart:
+		return "did not start"
+	case killDeadline:
+		return "deadline"
+	case killMemory:
+		return "memory"
+	case killCancelled:
+		return "cancelled"
+	case killProtocol:
+		return "protocol error"
+	case killReplaced:
+		return "replaced"
+	case killRetired:
+		return "retired"
+	case killPoolClosing:
+		return "pool closed"
+	}
+	return fmt.Sprintf("killReason(%d)", uint32(r))
+}
+
+// proc is one worker process.
+//
+// Ownership: a proc that is not in the idle set belongs to exactly one
+// goroutine (the one starting it, or the call that acquired it); only that
+// goroutine writes to stdin, reads stdout and touches loaded. Any goroutine
+// may kill it or ask whether it is alive (atomics and the dead channel);
+// the goroutine waiting on the process closes dead.
+type proc struct {
+	id     uint64
+	pool   *Pool
+	cmd    *exec.Cmd
+	stdin  io.WriteCloser
+	stdout *bufio.Reader
+	stderr *tailBuffer
+	// loaded is the set of module keys loaded in the process (owner only).
+	loaded map[string]bool
+	dead   chan struct{} // closed when the process has exited
+	reason atomic.Uint32 // a killReason, set once
+	// dropped is set once the pool has stopped counting it (Pool.drop).
+	dropped atomic.Bool
+	// idleSince is when it last became idle (guarded by sched.mu).
+	idleSince time.Time
+}
+
+// startTimeout bounds how long a new worker may take to report ready.
+const startTimeout = 30 * time.Second
+
+// start starts one worker process and waits until it reports ready.
+func (p *Pool) start() (*proc, error) {
+	cmd := exec.Command(p.opts.Command[0], p.opts.Command[1:]...)
+	cmd.Env = []string{"GOMAXPROCS=1", "GODEBUG=madvdontneed=1", "PATH=/usr/bin:/bin"}
+	cmd.Dir = "/"
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		return nil, err
+	}
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		return nil, err
+	}
+	w := &proc{id: p.gen.Add(1), pool: p, cmd: cmd, stdin: stdin, stdout: bufio.NewReaderSize(stdout, 64<<10), stderr: &tailBuffer{max: 4096}, loaded: map[string]bool{}, dead: make(chan struct{})}
+	cmd.Stderr = w.stderr
+	if err := cmd.Start(); err != nil {
+		return nil, fmt.Errorf("worker: start %s: %w", p.opts.Command[0], err)
+	}
+	lim := unix.Rlimit{Cur: p.opts.AddressSpaceBytes, Max: p.opts.AddressSpaceBytes}
+	if err := unix.Prlimit(cmd.Process.Pid, unix.RLIMIT_AS, &lim, nil); err != nil {
+		p.log.Warn("cannot limit worker address space", "err", err)
+	}
+	core := unix.Rlimit{}
+	_ = unix.Prlimit(cmd.Process.Pid, unix.RLIMIT_CORE, &core, nil)
+	p.started.Add(1)
+	p.procsMu.Lock()
+	p.procs[w] = struct{}{}
+	p.procsMu.Unlock()
+	go p.wait(w)
+	// A worker that does not come up in time is killed, which ends the
+	// read below.
+	slow := time.AfterFunc(startTimeout, func() { w.kill(killNoStart) })
+	f, err := readFrame(w.stdout, 0)
+	slow.Stop()
+	if err != nil || f.kind != kindReady {
+		w.kill(killNoStart)
+		return nil, fmt.Errorf("worker: the sandbox worker did not start: %v %s", err, strings.TrimSpace(w.stderr.String()))
+	}
+	return w, nil
+}
+
+// wait reaps w, counts a crash, and drops it from the pool (which starts a
+// replacement) at once, whether it was idle or busy.
+func (p *Pool) wait(w *proc) {
+	_ = w.cmd.Wait()
+	p.procsMu.Lock()
+	delete(p.procs, w)
+	p.procsMu.Unlock()
+	reason := w.killReason()
+	crashed := reason == notKilled || reason == killCrashed
+	if crashed {
+		p.crashed.Add(1)
+	}
+	close(w.dead)
+	p.drop(w)
+}
+
+func (w *proc) killReason() killReason { return killReason(w.reason.Load()) }
+
+// kill ends the process (and its process group) for reason; the first
+// reason given is the one kept.
+func (w *proc) kill(reason killReason) {
+	if w.reason.CompareAndSwap(uint32(notKilled), uint32(reason)) && reason != killCrashed {
+		select {
+		case <-w.dead: // it died on its own first
+		default:
+			w.pool.killed.Add(1)
+		}
+	}
+	_ = syscall.Kill(-w.cmd.Process.Pid, syscall.SIGKILL)
+	_ = w.cmd.Process.Kill()
+}
+
+// alive reports whether the process has neither exited nor been killed.
+func (w *proc) alive() bool {
+	select {
+	case <-w.dead:
+		return false
+	default:
+		return w.killReason() == notKilled
+	}
+}
+
+// tailBuffer keeps the first and the last max bytes written to it: a Go
+// runtime crash names its cause first and then dumps goroutines.
+type tailBuffer struct {
+	mu   sync.Mutex // guards head and buf: the process's stderr copier writes, callers read
+	head []byte
+	buf  []byte
+	max  int
+}
+
+func (t *tailBuffer) Write(p []byte) (int, error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if room := t.max - len(t.head); room > 0 {
+		t.head = append(t.head, p[:min(room, len(p))]...)
+	}
+	t.buf = append(t.buf, p...)
+	if len(t.buf) > t.max {
+		t.buf = append([]byte(nil), t.buf[len(t.buf)-t.max:]...)
+	}
+	return len(p), nil
+}
+
+func (t *tailBuffer) String() string {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return string(t.buf)
+}
+
+// Head returns the first bytes written.
+func (t *tailBuffer) Head() string {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return string(t.head)
+}
+
+func firstWords(s string) string {
+	if s == "" {
+		return "no message"
+	}
+	if len(s) > 200 {
+		return s[:200] + "…"
+	}
+	return s
+}
