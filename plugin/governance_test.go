@@ -68,7 +68,7 @@ func TestParseGovernanceRefusals(t *testing.T) {
 		{"case-variant annotation", setTool("annotations", map[string]any{"Destructive": true}), "Destructive"},
 		{"annotation wrong type", setTool("annotations", map[string]any{"destructive": "yes"}), "destructive"},
 		{"read_only and destructive", setTool("annotations", map[string]any{"read_only": true, "destructive": true}), "contradict"},
-		{"hidden title", setTool("annotations", map[string]any{"title": "a\u202eb"}), "bidirectional"},
+		{"hidden title", setTool("annotations", map[string]any{"title": "a\u202eb"}), "annotations.title contains U+202E RIGHT-TO-LEFT OVERRIDE"},
 		{"needs_approval not bool", setTool("needs_approval", "true"), "needs_approval"},
 		{"unknown hook key", setHooks(hook("when", "now")), "when"},
 		{"bad event", setHooks(hook("event", "around_call")), `event "around_call"`},

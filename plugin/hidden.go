@@ -2,6 +2,7 @@ package plugin
 
 import (
 	"fmt"
+	"strings"
 	"unicode"
 	"unicode/utf8"
 
@@ -72,4 +73,21 @@ func checkRawHidden(where string, data []byte) error {
 		return fmt.Errorf("%s line %d: %w", where, line, hiddenError("the text", s, r, off))
 	}
 	return nil
+}
+
+// escapeHidden writes every hidden code point of s as \u{...}, so an error
+// message that quotes s shows where it is.
+func escapeHidden(s string) string {
+	if _, _, ok := firstHidden(s); !ok {
+		return s
+	}
+	var b strings.Builder
+	for _, r := range s {
+		if hiddenRune(r) {
+			fmt.Fprintf(&b, "\\u{%x}", r)
+		} else {
+			b.WriteRune(r)
+		}
+	}
+	return b.String()
 }

@@ -121,13 +121,13 @@ func checkHidden(v any, path string, escapedOK bool) error {
 	switch t := v.(type) {
 	case string:
 		if r, off, ok := firstHidden(t); ok && !escapedOK {
-			return hiddenError(pointerOrRoot(path), t, r, off)
+			return hiddenError(escapeHidden(pointerOrRoot(path)), t, r, off)
 		}
 	case map[string]any:
 		for k, child := range t {
 			p := path + "/" + pointerEscaper.Replace(k)
 			if r, off, ok := firstHidden(k); ok && !escapedOK {
-				return hiddenError("the key "+pointerOrRoot(p), k, r, off)
+				return hiddenError("the key "+escapeHidden(pointerOrRoot(p)), k, r, off)
 			}
 			childOK := k == "pattern" || k == "const" || k == "enum"
 			if k == "patternProperties" {

@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/rogpeppe/go-internal/testscript"
 
@@ -32,6 +33,7 @@ func TestMain(m *testing.M) {
 func TestScripts(t *testing.T) {
 	timeBundle := testplugins.Bundle(t, "time").Bytes()
 	timeDir := testplugins.Dir(t, "time")
+	notesBundle := testplugins.Bundle(t, "notes").Bytes()
 	// One compilation cache for all scripts: compiling the Go sample takes
 	// seconds, and the cache is keyed by the wasm's hash.
 	cache := t.TempDir()
@@ -55,11 +57,17 @@ func TestScripts(t *testing.T) {
 			if err := os.WriteFile(filepath.Join(env.WorkDir, "time.plugin"), timeBundle, 0o644); err != nil {
 				return err
 			}
+			if err := os.WriteFile(filepath.Join(env.WorkDir, "notes.plugin"), notesBundle, 0o644); err != nil {
+				return err
+			}
 			return copyDir(timeDir, filepath.Join(env.WorkDir, "time-dir"))
 		},
 		Cmds: map[string]func(ts *testscript.TestScript, neg bool, args []string){
-			"flipbyte": cmdFlipByte,
-			"edit":     cmdEdit,
+			"flipbyte":      cmdFlipByte,
+			"edit":          cmdEdit,
+			"waitfile":      cmdWaitFile,
+			"decidewaiting": cmdDecideWaiting,
+			"waitserving":   cmdWaitServing,
 		},
 	})
 }
@@ -126,4 +134,19 @@ func copyDir(from, to string) error {
 		}
 	}
 	return nil
+}
+
+// waitfile FILE: wait up to 60 s for FILE to exist (a background
+// command's socket or output).
+func cmdWaitFile(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) != 1 {
+		ts.Fatalf("usage: waitfile FILE")
+	}
+	path := ts.MkAbs(args[0])
+	for deadline := time.Now().Add(60 * time.Second); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
+		if _, err := os.Stat(path); err == nil {
+			return
+		}
+	}
+	ts.Fatalf("%s did not appear within 60 s", args[0])
 }

@@ -69,13 +69,19 @@ func (s *sched) mayTake(plugin string) bool {
 
 // takeLocked removes the longest idle worker that has module key loaded
 // (it has had the most time to prepare the module's next instance), or
-// else the longest idle one, and counts plugin as running.
+// else the longest idle of those with the fewest modules loaded (so that a
+// call does not take, and a spinning call not get killed in, the warm
+// worker of another plugin while a bare one is idle), and counts plugin
+// as running.
 func (s *sched) takeLocked(plugin, key string) *proc {
-	i := 0
+	i := -1
 	for j, w := range s.idle {
 		if w.loaded[key] {
 			i = j
 			break
+		}
+		if i < 0 || len(w.loaded) < len(s.idle[i].loaded) {
+			i = j
 		}
 	}
 	w := s.idle[i]
