@@ -187,7 +187,7 @@ func (h *Host) Remove(name string) error {
 		return err
 	}
 	if derr != nil {
-		return fmt.Errorf("plugin %s removed, but its config and secrets were not: %w; run `toolhost plugin remove` again after fixing that", name, derr)
+		return fmt.Errorf("plugin %s removed, but its config and secrets were not (%w): they would apply to a plugin installed again under this name; fix the store and set or remove them after such an install", name, derr)
 	}
 	return nil
 }
