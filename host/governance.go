@@ -27,6 +27,9 @@ func (h *Host) PolicyHooks() []PolicyHook {
 	defer h.mu.RUnlock()
 	var out []PolicyHook
 	for _, l := range h.plugins {
+		if l.manifest == nil {
+			continue // quarantined: its bytes did not verify, it has no hooks
+		}
 		for _, hk := range l.manifest.Hooks {
 			out = append(out, PolicyHook{Plugin: l.name, Hook: hk, Call: func(ctx context.Context, export string, input []byte) ([]byte, error) {
 				if err := l.available(h.opts.Now(), h.opts.AllowUnsigned); err != nil {

@@ -397,6 +397,10 @@ func TestDamagedStoreEntryIsQuarantined(t *testing.T) {
 	if q["bad"] == "" {
 		t.Fatal("quarantine not recorded in the store")
 	}
+	// A quarantined plugin has no manifest to take hooks from.
+	if hooks := e.h.PolicyHooks(); len(hooks) != 0 {
+		t.Fatalf("hooks %+v from plugins without any", hooks)
+	}
 }
 
 func TestArgumentsValidatedBeforeTheSandbox(t *testing.T) {

@@ -24,7 +24,8 @@ import (
 
 // toolView is a tool as the dialects see it: the listing fields plus the
 // manifest's optional metadata (title, output schema, behaviour
-// annotations, approval), zero where the manifest has none.
+// annotations, approval), zero where the manifest has none. The title is
+// the manifest's annotations.title: MCP and the AI SDK put it on the tool.
 type toolView struct {
 	Name, Description string
 	Parameters        json.RawMessage

@@ -41,7 +41,12 @@ const fixtureManifest = `{
     {"name": "free_form", "description": "Takes any labels", "export": "echo",
      "parameters": {"type": "object", "properties": {"labels": {"type": "object", "additionalProperties": {"type": "string"}}}}},
     {"name": "bounded", "description": "Length-bounded text", "export": "echo",
-     "parameters": {"type": "object", "properties": {"text": {"type": "string", "minLength": 1, "maxLength": 10}}, "required": ["text"]}}
+     "parameters": {"type": "object", "properties": {"text": {"type": "string", "minLength": 1, "maxLength": 10}}, "required": ["text"]}},
+    {"name": "delete_note", "description": "Delete one note by id", "export": "echo",
+     "parameters": {"type": "object", "properties": {"id": {"type": "string"}}, "required": ["id"]},
+     "output_schema": {"type": "object", "properties": {"id": {"type": "string"}}},
+     "annotations": {"title": "Delete a note", "destructive": true, "idempotent": true},
+     "needs_approval": true}
   ]
 }`
 
@@ -155,8 +160,8 @@ func TestDialectsSamples(t *testing.T) {
 	for _, tool := range h.Tools() {
 		want[tool.Name] = tool.Parameters
 	}
-	if len(want) != 9 {
-		t.Fatalf("installed tools = %d, want 9 (4 fixture + 5 sample)", len(want))
+	if len(want) != 10 {
+		t.Fatalf("installed tools = %d, want 10 (5 fixture + 5 sample)", len(want))
 	}
 	for _, tc := range []struct {
 		format, query string
@@ -194,6 +199,7 @@ func TestDialectsSamples(t *testing.T) {
 		})
 	}
 	t.Run("strict verdicts", func(t *testing.T) { checkStrictVerdicts(t, srv) })
+	t.Run("manifest metadata", func(t *testing.T) { checkManifestMetadata(t, srv) })
 	t.Run("openapi.json", func(t *testing.T) { checkOpenAPI(t, srv, h) })
 }
 
@@ -369,6 +375,7 @@ func checkStrictVerdicts(t *testing.T, srv *httptest.Server) {
 	for name, want := range map[string]string{
 		"lookup":           "",
 		"no-args":          "",
+		"delete_note":      "",
 		"free_form":        "at /properties/labels/additionalProperties: the object accepts properties it does not list",
 		"bounded":          "at /properties/text/minLength: minLength is not supported in strict mode",
 		"get_current_time": "at /properties/timezone/minLength: minLength is not supported",
@@ -400,6 +407,36 @@ func sortedCopy(s []string) []string {
 	c := slices.Clone(s)
 	slices.Sort(c)
 	return c
+}
+
+// checkManifestMetadata follows the fixture's delete_note (title,
+// annotations, output_schema, needs_approval in its signed manifest) into
+// every dialect that can hold them.
+func checkManifestMetadata(t *testing.T, srv *httptest.Server) {
+	var mcp struct{ Tools []map[string]any }
+	_ = json.Unmarshal(do(t, srv, "GET", "/v1/tools?format=mcp", "", "").body, &mcp)
+	var del map[string]any
+	for _, tool := range mcp.Tools {
+		if tool["name"] == "delete_note" {
+			del = tool
+		}
+	}
+	ann, _ := del["annotations"].(map[string]any)
+	if del["title"] != "Delete a note" || del["outputSchema"] == nil || ann["destructiveHint"] != true || ann["idempotentHint"] != true ||
+		ann["readOnlyHint"] != false || ann["openWorldHint"] != false || ann["title"] != "Delete a note" {
+		t.Errorf("mcp delete_note = %v", del)
+	}
+	var set struct{ Tools map[string]map[string]any }
+	_ = json.Unmarshal(do(t, srv, "GET", "/v1/tools?format=aisdk", "", "").body, &set)
+	if d := set.Tools["delete_note"]; d["needsApproval"] != true || d["title"] != "Delete a note" || d["outputSchema"] == nil {
+		t.Errorf("aisdk delete_note = %v", d)
+	}
+	doc := string(do(t, srv, "GET", "/openapi.json", "", "").body)
+	for _, want := range []string{`"delete_note.result":{"type":"object"`, `"x-toolhost-needs-approval":true`, `"summary":"Delete a note"`} {
+		if !strings.Contains(doc, want) {
+			t.Errorf("openapi.json lacks %s", want)
+		}
+	}
 }
 
 // TestDialectsMetadata renders tools that carry the manifest's optional

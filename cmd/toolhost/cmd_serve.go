@@ -170,6 +170,11 @@ func (g *globalOptions) serve(ctx context.Context, o serveOptions) error {
 	if err := srv.Shutdown(sctx); err != nil && !errors.Is(err, http.ErrServerClosed) {
 		return fmt.Errorf("shutdown: %w", err)
 	}
+	// Calls that came through the control socket (toolhost call, an
+	// attached toolhost mcp) finish too before the host closes.
+	if err := local.H.WaitIdle(sctx); err != nil {
+		return fmt.Errorf("shutdown: calls still running: %w", err)
+	}
 	return nil
 }
 

@@ -33,6 +33,7 @@ func TestMain(m *testing.M) {
 func TestScripts(t *testing.T) {
 	timeBundle := testplugins.Bundle(t, "time").Bytes()
 	timeDir := testplugins.Dir(t, "time")
+	notesBundle := testplugins.Bundle(t, "notes").Bytes()
 	// One compilation cache for all scripts: compiling the Go sample takes
 	// seconds, and the cache is keyed by the wasm's hash.
 	cache := t.TempDir()
@@ -56,12 +57,17 @@ func TestScripts(t *testing.T) {
 			if err := os.WriteFile(filepath.Join(env.WorkDir, "time.plugin"), timeBundle, 0o644); err != nil {
 				return err
 			}
+			if err := os.WriteFile(filepath.Join(env.WorkDir, "notes.plugin"), notesBundle, 0o644); err != nil {
+				return err
+			}
 			return copyDir(timeDir, filepath.Join(env.WorkDir, "time-dir"))
 		},
 		Cmds: map[string]func(ts *testscript.TestScript, neg bool, args []string){
-			"flipbyte": cmdFlipByte,
-			"edit":     cmdEdit,
-			"waitfile": cmdWaitFile,
+			"flipbyte":      cmdFlipByte,
+			"edit":          cmdEdit,
+			"waitfile":      cmdWaitFile,
+			"decidewaiting": cmdDecideWaiting,
+			"waitserving":   cmdWaitServing,
 		},
 	})
 }

@@ -28,7 +28,9 @@ var (
 )
 
 // guard compiles the sample policy plugin once, in the real sandbox.
-func guard(t *testing.T) (engine.Module, *plugin.Manifest) {
+func guard(t *testing.T) (engine.Module, *plugin.Manifest) { return guardForBench(t) }
+
+func guardForBench(t testing.TB) (engine.Module, *plugin.Manifest) {
 	t.Helper()
 	b := testplugins.Bundle(t, "guard")
 	guardOnce.Do(func() {
@@ -45,7 +47,7 @@ func guard(t *testing.T) (engine.Module, *plugin.Manifest) {
 		guardMan = b.Manifest()
 		guardMod, guardErr = eng.Compile(context.Background(), engine.Spec{
 			Key: b.Digest().String(), Name: guardMan.Name, Wasm: b.Wasm, Limits: guardMan.Limits.Effective(),
-			Permissions: guardMan.Permissions, Exports: guardMan.Exports(),
+			Permissions: guardMan.Permissions, Exports: guardMan.Exports(), ReuseInstances: guardMan.ReuseInstances,
 		})
 	})
 	if guardErr != nil {
@@ -266,5 +268,28 @@ func TestNoApproverDeniesAsk(t *testing.T) {
 	wantDenied(t, err, "nobody can be asked in this process", "toolhost serve")
 	if len(e.g.Approvals().List()) != 0 {
 		t.Fatal("a call waits where nobody can approve it")
+	}
+}
+
+// BenchmarkBeforeCallHook measures a before_call hook of the guard sample
+// (Go guest, fresh instance, in-process sandbox) deciding one call.
+func BenchmarkBeforeCallHook(b *testing.B) {
+	st, err := store.Open(b.TempDir(), nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer st.Close()
+	mod, m := guardForBench(b)
+	hooks := []HookTarget{{Plugin: m.Name, Hook: m.Hooks[0], Call: mod.Call}}
+	g, err := New(Options{Store: st, Hooks: func() []HookTarget { return hooks }})
+	if err != nil {
+		b.Fatal(err)
+	}
+	c := call(fetchTool, `{"url":"https://example.com/"}`)
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		if _, err := g.BeforeCall(context.Background(), c); err != nil {
+			b.Fatal(err)
+		}
 	}
 }

@@ -19,6 +19,9 @@ const (
 	kindUnload byte = 3
 	kindReply  byte = 4
 	kindReady  byte = 5
+	// kindCancel (host → worker, empty header {}) asks the worker to stop
+	// the request in progress: its caller went away.
+	kindCancel byte = 6
 
 	maxHeaderBytes = 1 << 20
 )

@@ -51,8 +51,13 @@ func Serve(ctx context.Context, r io.Reader, w io.Writer, cacheDir string) error
 	if err := bw.Flush(); err != nil {
 		return err
 	}
+	reqs := make(chan request)
+	stop := make(chan struct{})
+	defer close(stop)
+	go readRequests(ctx, br, reqs, stop)
 	for {
-		f, err := readFrame(br, plugin.MaxWasmBytes+plugin.MaxOutputBytes)
+		req := <-reqs
+		f, err, ctx := req.f, req.err, req.ctx
 		if err != nil {
 			if errors.Is(err, io.EOF) {
 				return nil
@@ -125,6 +130,43 @@ func Serve(ctx context.Context, r io.Reader, w io.Writer, cacheDir string) error
 			}
 		default:
 			return fmt.Errorf("worker: unknown frame kind %d", f.kind)
+		}
+		req.cancel()
+	}
+}
+
+// request is one frame read from the supervisor, with the context it runs
+// under: a cancel frame that follows it cancels that context.
+type request struct {
+	f      frame
+	err    error
+	ctx    context.Context
+	cancel context.CancelFunc
+}
+
+// readRequests reads frames until reading fails, passing requests on in
+// order. A cancel frame is not passed on: it cancels the request read
+// before it (the supervisor sends it only after that request and before
+// the next, so it can never reach a later one; if that request is done
+// already, it is a no-op).
+func readRequests(ctx context.Context, br *bufio.Reader, reqs chan<- request, stop <-chan struct{}) {
+	cancelLast := func() {}
+	for {
+		f, err := readFrame(br, plugin.MaxWasmBytes+plugin.MaxOutputBytes)
+		if err == nil && f.kind == kindCancel {
+			cancelLast()
+			continue
+		}
+		rctx, cancel := context.WithCancel(ctx)
+		cancelLast = cancel
+		select {
+		case reqs <- request{f: f, err: err, ctx: rctx, cancel: cancel}:
+		case <-stop:
+			cancel()
+			return
+		}
+		if err != nil {
+			return
 		}
 	}
 }

@@ -18,27 +18,32 @@ import (
 // which therefore never started it: the call may go to another worker.
 var errNotDelivered = errors.New("worker: request not delivered")
 
+// result is what a round trip's reader got: the reply frame or an error.
+type result struct {
+	f   frame
+	err error
+}
+
 // roundTrip sends one request and waits for the reply. It is the watchdog of
 // that round trip: it kills the worker when no reply has come by kill (the
 // call's deadline plus grace: the worker stops the call itself at the
 // deadline, so this catches what it cannot stop, like loop-free code or a
-// spinning compiler), when its memory passes the cap, or at once when ctx
-// is cancelled (the caller went away: nobody waits for the answer, and the
-// call's worker and share must be free again).
+// spinning compiler), when its memory passes the cap, or when ctx is
+// cancelled (the caller went away: nobody waits for the answer, and the
+// call's worker and share must be free again) and the worker does not stop
+// the request within cancelGrace of being asked to.
 //
 // ctx ending by its deadline is not acted on here: the worker answers
 // timeout itself, or kill comes.
 func (p *Pool) roundTrip(ctx context.Context, w *proc, kind byte, header any, body []byte, kill time.Time, maxReply int) (replyHeader, []byte, error) {
-	type result struct {
-		f   frame
-		err error
-	}
 	done := make(chan result, 1)
+	written := make(chan struct{}) // closed once the request is written
 	go func() {
 		if err := writeFrame(w.stdin, kind, header, body); err != nil {
 			done <- result{err: fmt.Errorf("%w: %w", errNotDelivered, err)}
 			return
 		}
+		close(written)
 		f, err := readFrame(w.stdout, maxReply)
 		done <- result{f, err}
 	}()
@@ -81,8 +86,7 @@ func (p *Pool) roundTrip(ctx context.Context, w *proc, kind byte, header any, bo
 				cancelled = nil // the deadline: wait for the reply or kill
 				continue
 			}
-			w.kill(killCancelled)
-			<-done
+			p.stopCancelled(w, written, done)
 			return replyHeader{}, nil, engine.Cancelled()
 		case <-tick.C:
 			rss := residentBytes(w.cmd.Process.Pid)
@@ -94,6 +98,46 @@ func (p *Pool) roundTrip(ctx context.Context, w *proc, kind byte, header any, bo
 				return replyHeader{}, nil, toolerr.Errorf(toolerr.CodeMemoryLimit, "the tool used more than %d MiB of memory; it was stopped", p.opts.MaxRSSBytes>>20)
 			}
 		}
+	}
+}
+
+// cancelGrace is how long a worker asked to stop a request (its caller went
+// away) may take to answer before it is killed. wazero stops at the next
+// loop back-edge: the worker answers in ~0.1 ms on an idle machine
+// (TestServeCancelFrame), but a loaded one can leave the process waiting
+// for a core for tens of ms, and a kill costs a process start and the
+// modules' reload. Loop-free code never stops and is killed.
+const cancelGrace = 50 * time.Millisecond
+
+// stopCancelled ends a round trip whose caller went away: it sends the
+// worker a cancel frame and keeps the worker if it answers (anything)
+// within cancelGrace, else it kills it. It returns once the round trip's
+// reader is done, so the worker is free for its owner to release.
+func (p *Pool) stopCancelled(w *proc, written <-chan struct{}, done <-chan result) {
+	select {
+	case <-written:
+	default:
+		// The request is still being written (a large body): a cancel
+		// frame cannot be put in the middle of it.
+		w.kill(killCancelled)
+		<-done
+		return
+	}
+	if err := writeFrame(w.stdin, kindCancel, struct{}{}, nil); err != nil {
+		w.kill(killCancelled)
+		<-done
+		return
+	}
+	t := time.NewTimer(cancelGrace)
+	defer t.Stop()
+	select {
+	case r := <-done:
+		if r.err != nil || r.f.kind != kindReply {
+			w.kill(killCancelled)
+		}
+	case <-t.C:
+		w.kill(killCancelled)
+		<-done
 	}
 }
 
