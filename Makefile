@@ -6,7 +6,7 @@ AS_PLUGINS := text
 GOFLAGS_TEST ?= -race -count=1 -timeout 8m
 FUZZTIME ?= 10s
 
-.PHONY: all build plugins run test lint check bench fuzz clean
+.PHONY: all build plugins run test lint check bench fuzz clean conformance
 
 all: build plugins
 
@@ -66,6 +66,14 @@ bench: plugins
 	  status=$$?; awk -f scripts/benchfmt.awk build/bench.txt; exit $$status
 
 # Every fuzz target, FUZZTIME each (make fuzz FUZZTIME=10m for long runs).
+# The official MCP conformance suite (0.1.16 and 0.2.0-alpha, pinned in
+# test/conformance/package-lock.json with the Node 22 it needs) against a
+# real serve with the signed fixture plugin; expected failures, each with a
+# reason, are in test/conformance/baseline-*.yaml.
+conformance:
+	cd test/conformance && npm ci --ignore-scripts --no-audit --no-fund --loglevel=error
+	TOOLHOST_CONFORMANCE=1 $(GO) test -count=1 -timeout 20m -v -run TestConformance ./test/conformance
+
 fuzz:
 	@set -e; for pkg in $$($(GO) list ./...); do \
 	  for f in $$($(GO) test -list '^Fuzz' $$pkg | grep '^Fuzz'); do \

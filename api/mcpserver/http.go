@@ -1,10 +1,15 @@
 package mcpserver
 
 import (
+	"bytes"
+	"encoding/json"
+	"io"
 	"net/http"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/toolhost/toolhost/host"
 )
 
 // HTTPOptions configure Handler.
@@ -17,35 +22,114 @@ type HTTPOptions struct {
 	HostChecked bool
 	// MaxBodyBytes caps a request body (413 beyond it); 0 means 1 MiB.
 	MaxBodyBytes int64
-	// SessionTimeout ends a session after this long without a POST from
-	// its client; 0 keeps sessions until the client deletes them or the
-	// process ends.
+	// SessionTimeout ends a 2025-11-25 session after this long without a
+	// request from its client; 0 keeps sessions until the client deletes
+	// them or the process ends. (2026-07-28 has no sessions.)
 	SessionTimeout time.Duration
 }
 
-// Handler serves MCP streamable HTTP: POST for client messages, GET for the
-// session's standalone SSE stream (which carries list_changed), DELETE to
-// end a session. Sessions are stateful so that the GET stream exists.
+// The first protocol revision without sessions (SEP-2575): every request
+// carries its version, in the MCP-Protocol-Version header and in _meta.
+const statelessRevision = "2026-07-28"
+
+// Handler serves MCP streamable HTTP in both protocol eras on one URL:
 //
-// A GET stream lives as long as its session, so Handler lifts the
-// connection's write deadline for it: an http.Server WriteTimeout would
-// otherwise cut the stream, and a notification sent while the client
-// reconnects would be lost. POSTs keep the server's WriteTimeout.
+//   - 2025-11-25 and earlier: sessions. POST initialize opens one
+//     (Mcp-Session-Id), POSTs carry client messages, GET is the session's
+//     standalone SSE stream (it carries list_changed), DELETE ends it.
+//   - 2026-07-28: stateless. Every POST stands alone, server/discover
+//     replaces initialize, subscriptions/listen is a long POST that carries
+//     list_changed, and a client that goes away cancels its call.
+//
+// The SDK serves each era with its own handler mode (a stateful handler
+// refuses 2026-07-28 with -32022, a stateless one has no sessions), so
+// Handler routes each request: GET, DELETE and POSTs with a session id go
+// to the stateful handler; a POST whose MCP-Protocol-Version header is
+// 2026-07-28 or later, or whose body is server/discover or carries a
+// protocol version in _meta, goes to the stateless one; the rest
+// (initialize) opens a session. Both serve the same tools.
+//
+// Streams that live as long as their client (the GET stream,
+// subscriptions/listen) have the connection's write deadline lifted: an
+// http.Server WriteTimeout would otherwise cut them, and a notification
+// sent while the client reconnects would be lost. Other requests keep the
+// server's WriteTimeout.
 func (s *Server) Handler(opts HTTPOptions) http.Handler {
 	if opts.MaxBodyBytes <= 0 {
 		opts.MaxBodyBytes = 1 << 20
 	}
-	sdk := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s.mcp }, &mcp.StreamableHTTPOptions{
+	server := func(*http.Request) *mcp.Server { return s.mcp }
+	stateful := mcp.NewStreamableHTTPHandler(server, &mcp.StreamableHTTPOptions{
 		Logger:                     s.log,
 		DisableLocalhostProtection: opts.HostChecked,
 		MaxRequestBodyBytes:        opts.MaxBodyBytes,
 		SessionTimeout:             opts.SessionTimeout,
 	})
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.Method == http.MethodGet {
-			// An error means there is no deadline to lift (a recorder).
-			_ = http.NewResponseController(w).SetWriteDeadline(time.Time{})
-		}
-		sdk.ServeHTTP(w, r)
+	stateless := mcp.NewStreamableHTTPHandler(server, &mcp.StreamableHTTPOptions{
+		Stateless:                    true,
+		Logger:                       s.log,
+		DisableLocalhostProtection:   opts.HostChecked,
+		MaxRequestBodyBytes:          opts.MaxBodyBytes,
+		PropagateRequestCancellation: true,
 	})
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		r = r.WithContext(host.WithEntry(r.Context(), host.EntryMCPHTTP))
+		if r.Method != http.MethodPost || r.Header.Get("Mcp-Session-Id") != "" {
+			if r.Method == http.MethodGet {
+				liftWriteDeadline(w)
+			}
+			stateful.ServeHTTP(w, r)
+			return
+		}
+		peek := peekRequest(r, opts.MaxBodyBytes)
+		if r.Header.Get("Mcp-Protocol-Version") >= statelessRevision || peek.method == "server/discover" || peek.metaVersion != "" {
+			if peek.method == "subscriptions/listen" {
+				liftWriteDeadline(w)
+			}
+			stateless.ServeHTTP(w, r)
+			return
+		}
+		stateful.ServeHTTP(w, r)
+	})
+}
+
+func liftWriteDeadline(w http.ResponseWriter) {
+	// An error means there is no deadline to lift (a recorder).
+	_ = http.NewResponseController(w).SetWriteDeadline(time.Time{})
+}
+
+// peeked is what routing needs from a POST body.
+type peeked struct {
+	method      string
+	metaVersion string // _meta["io.modelcontextprotocol/protocolVersion"]
+}
+
+// peekRequest reads the body (at most max+1 bytes, so a body over the cap
+// still gets the SDK's 413) and puts it back for the SDK to read. A body
+// that is not one JSON-RPC request routes as a legacy one; the SDK then
+// answers it.
+func peekRequest(r *http.Request, max int64) peeked {
+	if r.Body == nil {
+		return peeked{}
+	}
+	head, err := io.ReadAll(io.LimitReader(r.Body, max+1))
+	r.Body = struct {
+		io.Reader
+		io.Closer
+	}{io.MultiReader(bytes.NewReader(head), r.Body), r.Body}
+	if err != nil || int64(len(head)) > max {
+		return peeked{}
+	}
+	var msg struct {
+		Method string `json:"method"`
+		Params struct {
+			Meta map[string]json.RawMessage `json:"_meta"`
+		} `json:"params"`
+	}
+	if json.Unmarshal(head, &msg) != nil {
+		return peeked{}
+	}
+	p := peeked{method: msg.Method}
+	_ = json.Unmarshal(msg.Params.Meta[mcp.MetaKeyProtocolVersion], &p.metaVersion)
+	return p
 }

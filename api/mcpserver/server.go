@@ -23,6 +23,7 @@ import (
 	"io"
 	"log/slog"
 	"sync"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -59,6 +60,8 @@ type Server struct {
 	// was added with, so a re-sync touches only what changed.
 	served map[string]string
 
+	progressEvery time.Duration // heartbeat interval; tests shorten it
+
 	stop      chan struct{}
 	done      chan struct{}
 	closeOnce sync.Once
@@ -74,17 +77,23 @@ func New(b Backend, version string, opts ...Option) *Server {
 		o(&cfg)
 	}
 	s := &Server{
-		b:      b,
-		log:    cfg.logger,
-		served: map[string]string{},
-		stop:   make(chan struct{}),
-		done:   make(chan struct{}),
+		b:             b,
+		log:           cfg.logger,
+		served:        map[string]string{},
+		progressEvery: progressEvery,
+		stop:          make(chan struct{}),
+		done:          make(chan struct{}),
 	}
 	s.mcp = mcp.NewServer(&mcp.Implementation{Name: "toolhost", Version: version}, &mcp.ServerOptions{
 		Logger: cfg.logger,
 		// Advertise tools with listChanged even while no plugin is
 		// installed, so that clients listen for the first install.
-		Capabilities: &mcp.ServerCapabilities{Tools: &mcp.ToolCapabilities{ListChanged: true}},
+		// Prompts: the SDK answers prompts/list (empty) whatever is
+		// declared, and 2026-07-28 requires what is answered to be declared.
+		Capabilities: &mcp.ServerCapabilities{
+			Tools:   &mcp.ToolCapabilities{ListChanged: true},
+			Prompts: &mcp.PromptCapabilities{},
+		},
 	})
 	changed := s.sync()
 	go s.watch(changed)
@@ -200,6 +209,14 @@ func (s *Server) callTool(ctx context.Context, req *mcp.CallToolRequest) (*mcp.C
 	if req.Params == nil {
 		return errorResult(toolerr.Errorf(toolerr.CodeInvalidArguments, "tools/call needs params with a tool name")), nil
 	}
+	if host.EntryOf(ctx) == host.EntryGo {
+		// Only Run labels its sessions; everything else came through Handler.
+		ctx = host.WithEntry(ctx, host.EntryMCPHTTP)
+	}
+	if tok := req.Params.GetProgressToken(); tok != nil && req.Session != nil {
+		stop := heartbeat(ctx, req.Session, tok, s.progressEvery)
+		defer stop()
+	}
 	return s.callGoverned(ctx, req)
 }
 
@@ -236,21 +253,13 @@ func successResult(res json.RawMessage) *mcp.CallToolResult {
 	return r
 }
 
-// RunStdio serves one MCP session over stdin and stdout until the client
-// closes stdin or ctx is done; both end it without error. Nothing else may
-// write to stdout meanwhile.
-func (s *Server) RunStdio(ctx context.Context) error {
-	return s.run(ctx, &mcp.StdioTransport{MaxLineLength: maxStdioLine})
-}
-
 // Run serves one MCP session of newline-delimited JSON-RPC over r and w,
-// like RunStdio.
+// until r ends (the client closed it) or ctx is done; both end it without
+// error. Nothing else may write to w meanwhile. Bad lines get error responses and the session goes on
+// (see lineTransport); calls are labelled host.EntryMCPStdio.
 func (s *Server) Run(ctx context.Context, r io.ReadCloser, w io.WriteCloser) error {
-	return s.run(ctx, &mcp.IOTransport{Reader: r, Writer: w, MaxLineLength: maxStdioLine})
-}
-
-func (s *Server) run(ctx context.Context, t mcp.Transport) error {
-	err := s.mcp.Run(ctx, t)
+	ctx = host.WithEntry(ctx, host.EntryMCPStdio)
+	err := s.mcp.Run(ctx, &lineTransport{r: r, w: w, maxLine: maxStdioLine})
 	if ctx.Err() != nil && errors.Is(err, ctx.Err()) {
 		return nil
 	}

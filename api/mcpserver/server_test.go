@@ -28,12 +28,12 @@ type fakeBackend struct {
 	mu      sync.Mutex
 	tools   []host.ToolInfo
 	changed chan struct{}
-	results map[string]func(args []byte) (json.RawMessage, error)
+	results map[string]func(ctx context.Context, args []byte) (json.RawMessage, error)
 	args    map[string][]byte
 }
 
 func newFake(tools ...host.ToolInfo) *fakeBackend {
-	return &fakeBackend{tools: tools, changed: make(chan struct{}), results: map[string]func([]byte) (json.RawMessage, error){}, args: map[string][]byte{}}
+	return &fakeBackend{tools: tools, changed: make(chan struct{}), results: map[string]func(context.Context, []byte) (json.RawMessage, error){}, args: map[string][]byte{}}
 }
 
 func (f *fakeBackend) Tools() []host.ToolInfo {
@@ -58,7 +58,7 @@ func (f *fakeBackend) Call(ctx context.Context, tool string, args []byte) (json.
 	if fn == nil {
 		return nil, toolerr.Errorf(toolerr.CodeToolNotFound, "no tool named %q is installed", tool)
 	}
-	return fn(args)
+	return fn(ctx, args)
 }
 
 func (f *fakeBackend) setTools(tools ...host.ToolInfo) {
@@ -70,6 +70,10 @@ func (f *fakeBackend) setTools(tools ...host.ToolInfo) {
 }
 
 func (f *fakeBackend) answer(tool string, fn func([]byte) (json.RawMessage, error)) {
+	f.answerCtx(tool, func(_ context.Context, args []byte) (json.RawMessage, error) { return fn(args) })
+}
+
+func (f *fakeBackend) answerCtx(tool string, fn func(context.Context, []byte) (json.RawMessage, error)) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.results[tool] = fn

@@ -15,13 +15,13 @@ import (
 )
 
 func newMCPCmd(g *globalOptions) *cobra.Command {
-	return &cobra.Command{
+	cmd := &cobra.Command{
 		Use:   "mcp",
 		Short: "Serve the tools over MCP on stdin/stdout (for MCP clients to spawn)",
 		Long: `Speak the Model Context Protocol on stdin/stdout. If toolhost serve runs for
 this home, the tools and calls are the running host's; otherwise this process
-opens the store itself (and serves the other CLI commands while it runs).
-Logs go to stderr.`,
+opens the store itself, with the same sandbox worker pool as serve (and serves
+the other CLI commands while it runs). Logs go to stderr.`,
 		Example: `  toolhost mcp
   # MCP client configuration:
   {"mcpServers": {"toolhost": {"command": "toolhost", "args": ["mcp"], "env": {"TOOLHOST_HOME": "/home/me/.toolhost"}}}}`,
@@ -36,6 +36,7 @@ Logs go to stderr.`,
 				defer cancel()
 				backend = control.NewBackend(bctx, c, g.logger)
 			} else {
+				g.useServerWorkers()
 				local, closeHost, err := g.openLocalOwner(ctx)
 				if err != nil {
 					return err
@@ -51,6 +52,8 @@ Logs go to stderr.`,
 			return nil
 		},
 	}
+	cmd.Flags().IntVar(&g.workers, "workers", 0, workersUsage+" (only without a running serve)")
+	return cmd
 }
 
 // stdinCloser and stdoutCloser give the MCP transport the command's own

@@ -31,6 +31,7 @@ type serveOptions struct {
 	allowedHosts    []string
 	allowPrivateNet bool
 	logArguments    bool
+	mcpSession      time.Duration
 	watchDir        string
 	// background, when set, runs beside the server on its host (the
 	// watcher, the dev loop) until the returned stop is called.
@@ -75,10 +76,11 @@ reason in the log; everything else keeps serving.`,
 	f.IntVar(&g.admission.maxPerPlugin, "max-in-flight-per-plugin", 0, fmt.Sprintf("calls of one plugin admitted at once (default %d)", host.DefaultMaxInFlightPerPlugin))
 	f.IntVar(&g.admission.maxQueued, "max-queued", 0, fmt.Sprintf("calls waiting for admission before answering busy (default %d)", host.DefaultMaxQueued))
 	f.BoolVar(&o.allowPrivateNet, "allow-private-network", false, "let plugins reach their granted hosts at loopback/private/link-local addresses")
-	f.IntVar(&g.workers, "workers", 0, "sandbox worker processes (default: twice the CPUs, at least 3); one plugin uses at most all but one")
+	f.IntVar(&g.workers, "workers", 0, workersUsage)
 	f.StringVar(&o.watchDir, "watch", "", "install, upgrade and remove plugins from the signed bundles (*.plugin) in this directory")
 	f.BoolVar(&o.logArguments, "log-arguments", false, "include each call's arguments in its log line and audit record (they are the user's data: off by default)")
 	f.DurationVar(&g.approvalTimeout, "approval-timeout", govern.DefaultApprovalTimeout, "how long a call whose policy is ask waits for a person before it is denied")
+	f.DurationVar(&o.mcpSession, "mcp-session-timeout", 30*time.Minute, "end an MCP (2025-11-25) session after this long without a request from its client (0: never)")
 	return cmd
 }
 
@@ -99,9 +101,10 @@ func (g *globalOptions) serve(ctx context.Context, o serveOptions) error {
 	}
 	g.logger = slog.New(slog.NewTextHandler(g.stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
 	g.allowPrivateNet = o.allowPrivateNet
-	if g.workers <= 0 {
-		g.workers = max(3, 2*runtime.NumCPU())
+	if o.mcpSession < 0 {
+		return usagef("--mcp-session-timeout %v is negative; pass a duration such as 30m, or 0 to keep idle sessions", o.mcpSession)
 	}
+	g.useServerWorkers()
 	// The call metrics and log watch the host's pipeline, so calls from
 	// `toolhost call` and `toolhost mcp` through the control socket are
 	// counted and logged like HTTP ones.
@@ -139,7 +142,7 @@ func (g *globalOptions) serve(ctx context.Context, o serveOptions) error {
 	}
 	api, err := httpapi.New(local.H, httpapi.Options{
 		Token: token, AllowedHosts: allowed, Registry: metrics.Registry(),
-		Logger: g.logger, Version: version,
+		Logger: g.logger, Version: version, MCPSessionTimeout: o.mcpSession,
 		Approvals: g.gov.gov.Approvals(), AuditFile: g.gov.log.Path(),
 	})
 	if err != nil {
@@ -176,6 +179,17 @@ func (g *globalOptions) serve(ctx context.Context, o serveOptions) error {
 		return fmt.Errorf("shutdown: calls still running: %w", err)
 	}
 	return nil
+}
+
+const workersUsage = "sandbox worker processes (default: twice the CPUs, at least 3); one plugin uses at most all but one"
+
+// useServerWorkers sets the worker count of a long-running host (serve, or
+// mcp without a running serve) unless --workers gave one: enough that one
+// slow call does not hold up the other tools.
+func (g *globalOptions) useServerWorkers() {
+	if g.workers <= 0 {
+		g.workers = max(3, 2*runtime.NumCPU())
+	}
 }
 
 // openLocalOwner opens this home's store in this process and serves the

