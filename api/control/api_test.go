@@ -17,6 +17,7 @@ import (
 	"github.com/toolhost/toolhost/host"
 	"github.com/toolhost/toolhost/host/engine/sandbox"
 	"github.com/toolhost/toolhost/host/toolerr"
+	"github.com/toolhost/toolhost/internal/testplugins"
 	"github.com/toolhost/toolhost/plugin"
 	"github.com/toolhost/toolhost/signing"
 	"github.com/toolhost/toolhost/store"
@@ -41,7 +42,7 @@ func newHostWith(t *testing.T, opts host.Options) *host.Host {
 	if err != nil {
 		t.Fatal(err)
 	}
-	engine, err := sandbox.NewInProcess(t.TempDir())
+	engine, err := sandbox.NewInProcess(testplugins.CacheDir(t))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/toolhost/toolhost/api/control"
+	"github.com/toolhost/toolhost/internal/testplugins"
 )
 
 // A fake server another user runs: it answers every request with 200.
@@ -26,7 +27,7 @@ func TestMain(m *testing.M) {
 		_ = http.Serve(l, http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write([]byte(`"pong"`)) }))
 		os.Exit(0)
 	}
-	os.Exit(m.Run())
+	os.Exit(testplugins.Main(m))
 }
 
 // startImpostor runs the fake server as user nobody in a directory anyone

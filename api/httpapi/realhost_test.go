@@ -20,6 +20,7 @@ import (
 	"github.com/toolhost/toolhost/host"
 	"github.com/toolhost/toolhost/host/engine/sandbox"
 	"github.com/toolhost/toolhost/host/observe"
+	"github.com/toolhost/toolhost/internal/testplugins"
 	"github.com/toolhost/toolhost/plugin"
 	"github.com/toolhost/toolhost/store"
 )
@@ -66,7 +67,7 @@ func newHostWith(t testing.TB, opts host.Options, bundles ...*plugin.Bundle) *ho
 	if err != nil {
 		t.Fatal(err)
 	}
-	engine, err := sandbox.NewInProcess(filepath.Join(dir, "cache"))
+	engine, err := sandbox.NewInProcess(testplugins.CacheDir(t))
 	if err != nil {
 		st.Close()
 		t.Fatal(err)

@@ -211,3 +211,41 @@ func Toolhost(tb testing.TB) string {
 	}
 	return binPath
 }
+
+var (
+	cacheMu  sync.Mutex
+	cacheDir string
+)
+
+// CacheDir returns the wazero compilation cache directory that every
+// engine of this test binary shares, creating it on first use. Compiling a
+// Go guest (and the Extism kernel) under -race takes minutes; with one
+// cache per test binary each module compiles once per run instead of once
+// per test. Call Main from the package's TestMain so the directory is
+// removed at the end.
+func CacheDir(tb testing.TB) string {
+	tb.Helper()
+	cacheMu.Lock()
+	defer cacheMu.Unlock()
+	if cacheDir == "" {
+		dir, err := os.MkdirTemp("", "toolhost-test-cache-")
+		if err != nil {
+			tb.Fatalf("create the shared compilation cache: %v", err)
+		}
+		cacheDir = dir
+	}
+	return cacheDir
+}
+
+// Main runs the tests and removes the shared compilation cache; a
+// package's TestMain calls os.Exit(testplugins.Main(m)).
+func Main(m *testing.M) int {
+	code := m.Run()
+	cacheMu.Lock()
+	defer cacheMu.Unlock()
+	if cacheDir != "" {
+		os.RemoveAll(cacheDir)
+		cacheDir = ""
+	}
+	return code
+}

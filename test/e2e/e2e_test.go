@@ -333,42 +333,55 @@ func TestPluginInstalledAndRemovedWhileServing(t *testing.T) {
 	}
 }
 
-func TestManyConcurrentCallsAreAnsweredOrBusy(t *testing.T) {
+// TestManyConcurrentCallsAreAbsorbed is issue 8's fan-out: 400 calls, 50
+// at a time, to one tool of a serve with its default admission and worker
+// pool. At least 95 % succeed; every other call is answered busy (its
+// deadline passed while it waited for a slot or a worker) or timeout (it
+// got a worker and its deadline, which runs from arrival, passed while it
+// ran) — never another error, never unanswered.
+func TestManyConcurrentCallsAreAbsorbed(t *testing.T) {
 	w := newWorld(t)
 	w.run("plugin", "install", filepath.Join(w.dir, "time.plugin"))
 	s := w.serve()
-	const n = 400
+	const n, wide = 400, 50
 	var mu sync.Mutex
 	counts := map[int]int{}
 	var wg sync.WaitGroup
-	client := &http.Client{Transport: &http.Transport{MaxConnsPerHost: 0, MaxIdleConnsPerHost: n}, Timeout: 60 * time.Second}
+	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: wide}, Timeout: 60 * time.Second}
+	next := make(chan struct{}, n)
 	for range n {
+		next <- struct{}{}
+	}
+	close(next)
+	for range wide {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			req, _ := http.NewRequest("POST", s.url+"/v1/tools/get_current_time/call", strings.NewReader(`{"arguments":{"timezone":"UTC"}}`))
-			req.Header.Set("Authorization", "Bearer "+s.token)
-			resp, err := client.Do(req)
-			code := -1
-			if err == nil {
-				code = resp.StatusCode
-				io.Copy(io.Discard, resp.Body)
-				resp.Body.Close()
+			for range next {
+				req, _ := http.NewRequest("POST", s.url+"/v1/tools/get_current_time/call", strings.NewReader(`{"arguments":{"timezone":"UTC"}}`))
+				req.Header.Set("Authorization", "Bearer "+s.token)
+				resp, err := client.Do(req)
+				code := -1
+				if err == nil {
+					code = resp.StatusCode
+					io.Copy(io.Discard, resp.Body)
+					resp.Body.Close()
+				}
+				mu.Lock()
+				counts[code]++
+				mu.Unlock()
 			}
-			mu.Lock()
-			counts[code]++
-			mu.Unlock()
 		}()
 	}
 	wg.Wait()
-	t.Logf("status counts for %d concurrent calls: %v", n, counts)
+	t.Logf("status counts for %d calls %d wide: %v", n, wide, counts)
 	for code, c := range counts {
-		if code != 200 && code != 429 && code != 503 {
-			t.Fatalf("%d calls answered %d; want only 200 or busy", c, code)
+		if code != 200 && code != 429 && code != 503 && code != 504 {
+			t.Errorf("%d calls answered %d; want only 200, busy (429/503) or timeout (504)", c, code)
 		}
 	}
-	if counts[200] == 0 {
-		t.Fatal("no call succeeded")
+	if counts[200] < n*95/100 {
+		t.Errorf("%d of %d calls succeeded; want at least 95 %%", counts[200], n)
 	}
 	if r := s.do(t, "GET", "/metrics", ""); !bytes.Contains(r.body, []byte("busy")) && counts[429]+counts[503] > 0 {
 		t.Fatalf("busy rejections not in metrics: %s", r.body)
