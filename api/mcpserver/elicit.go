@@ -164,7 +164,7 @@ func (s *Server) callGoverned(ctx context.Context, req *mcp.CallToolRequest) (*m
 func (s *Server) resume(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 	p := req.Params
 	pc := s.parked.take(p.RequestState)
-	if pc == nil || pc.session != req.Session || pc.tool != p.Name {
+	if pc == nil || !sameSession(pc.session, req.Session) || pc.tool != p.Name {
 		return errorResult(toolerr.Errorf(toolerr.CodeDenied, "this approval request is unknown or expired (it was decided, timed out or belongs to another session); call %s again", p.Name)), nil
 	}
 	a := govern.Answer{Reason: "the client did not answer the approval request"}
@@ -183,6 +183,22 @@ func (s *Server) resume(ctx context.Context, req *mcp.CallToolRequest) (*mcp.Cal
 		<-pc.done
 		return answer(pc.res, pc.err), nil
 	}
+}
+
+// sameSession reports whether a retry comes from the session that made the
+// parked call. Over 2025-11-25 sessions it must be the same session. A
+// 2026-07-28 (stateless) request has a session of its own per request, so
+// there the unguessable approval ID in requestState, which only the caller
+// that got it back can hold, is what ties the retry to the call (the
+// caller is authenticated by the API token either way).
+func sameSession(parked, retry *mcp.ServerSession) bool {
+	if parked == retry {
+		return true
+	}
+	if parked == nil || retry == nil {
+		return false
+	}
+	return parked.ID() == retry.ID()
 }
 
 func elicitAnswer(r *mcp.ElicitResult) govern.Answer {
