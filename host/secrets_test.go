@@ -1,7 +1,6 @@
 package host_test
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -16,27 +15,10 @@ import (
 	"time"
 
 	"github.com/toolhost/toolhost/host"
+	"github.com/toolhost/toolhost/internal/testplugins"
 	"github.com/toolhost/toolhost/plugin"
 	"github.com/toolhost/toolhost/signing"
 )
-
-// syncBuffer is a log sink safe for the host's goroutines.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
 
 // TestSecretReachesOnlyItsHost is the real stack (badger, worker
 // processes, a loopback server): the secret the operator sets is sent to
@@ -67,7 +49,7 @@ func TestSecretReachesOnlyItsHost(t *testing.T) {
 		}
 		return auths[len(auths)-1]
 	}
-	var logs syncBuffer
+	var logs testplugins.SyncBuffer
 	r := newRig(t, rigOptions{allowPrivate: true, host: host.Options{Logger: slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))}})
 	wasm, err := os.ReadFile(filepath.Join("engine", "sandbox", "testdata", "secretdump.wasm"))
 	if err != nil {

@@ -9,30 +9,12 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/toolhost/toolhost/authoring"
+	"github.com/toolhost/toolhost/internal/testplugins"
 )
-
-// lockedBuffer is an output the dev command writes while the test reads.
-type lockedBuffer struct {
-	mu  sync.Mutex // guards buf
-	buf bytes.Buffer
-}
-
-func (b *lockedBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *lockedBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
 
 // TestPluginDevReloadsOnEdit runs `toolhost plugin dev` on a fresh Go
 // plugin: the tool answers over HTTP, an edit to its source shows up in
@@ -45,7 +27,7 @@ func TestPluginDevReloadsOnEdit(t *testing.T) {
 	operatorHome := t.TempDir()
 	t.Setenv("TOOLHOST_HOME", operatorHome)
 	ctx, cancel := context.WithCancel(context.Background())
-	var stdout, stderr lockedBuffer
+	var stdout, stderr testplugins.SyncBuffer
 	exited := make(chan int, 1)
 	go func() {
 		exited <- run(ctx, []string{"plugin", "dev", dir, "--addr", "127.0.0.1:0"}, strings.NewReader(""), &stdout, &stderr)

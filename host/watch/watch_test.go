@@ -9,7 +9,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -19,28 +18,11 @@ import (
 	"github.com/toolhost/toolhost/host/audit"
 	"github.com/toolhost/toolhost/host/engine/sandbox"
 	"github.com/toolhost/toolhost/host/watch"
+	"github.com/toolhost/toolhost/internal/testplugins"
 	"github.com/toolhost/toolhost/plugin"
 	"github.com/toolhost/toolhost/signing"
 	"github.com/toolhost/toolhost/store"
 )
-
-// syncBuffer is a log sink the watcher writes while the test reads.
-type syncBuffer struct {
-	mu  sync.Mutex // guards buf
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
 
 func echoBundle(t *testing.T, name, version, hosts string, key *signing.PrivateKey) []byte {
 	t.Helper()
@@ -111,7 +93,7 @@ func TestWatchedDirectory(t *testing.T) {
 	api := &control.Governed{API: control.Local{H: h}, H: h, Audit: &audit.Recorder{Log: auditLog}, Actor: "watch"}
 
 	dir := t.TempDir()
-	var logs syncBuffer
+	var logs testplugins.SyncBuffer
 	w, err := watch.New(watch.Options{Dir: dir, Host: api, Logger: slog.New(slog.NewTextHandler(&logs, nil))})
 	if err != nil {
 		t.Fatal(err)
