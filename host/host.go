@@ -144,7 +144,7 @@ func (h *Host) reload() error {
 		// Every load verifies the stored bytes again; only the compiled
 		// module of an unchanged plugin is kept.
 		l := h.loadRecord(rec, ts)
-		if old, ok := prev[rec.Name]; ok && l.integrityErr == nil && old.digest.Equal(l.digest) {
+		if old, ok := prev[rec.Name]; ok && l.integrityErr == nil && old.digest.Equal(l.digest) && old.settingsKey == l.settingsKey {
 			l.adoptModule(old)
 		}
 		if l.integrityErr != nil {

@@ -40,6 +40,14 @@ type loaded struct {
 	validUntil time.Time
 	mod        engine.Module
 	compileErr *toolerr.Error
+
+	// The operator's settings (loadSettings): config values, the declared
+	// secrets with their values, a hash of both for the module key, or why
+	// they cannot be read.
+	config      map[string]string
+	secrets     []engine.Secret
+	settingsKey string
+	settingsErr error
 }
 
 // loadRecord re-verifies a stored plugin from its exact bytes.
@@ -48,6 +56,7 @@ func (h *Host) loadRecord(rec store.PluginRecord, ts curator.TrustSet) *loaded {
 	l.integrityErr = l.verifyIntegrity(h.opts.Store)
 	if l.integrityErr == nil {
 		l.evaluate(ts, h.opts.Now())
+		l.loadSettings(h.opts.Store)
 	}
 	return l
 }
@@ -142,6 +151,9 @@ func (l *loaded) module(ctx context.Context, eng engine.Engine, allowPrivate boo
 	if l.compileErr != nil {
 		return nil, l.compileErr
 	}
+	if l.settingsErr != nil {
+		return nil, l.settingsError()
+	}
 	mod, err := eng.Compile(ctx, l.spec(allowPrivate))
 	if err != nil {
 		if ctx.Err() != nil {
@@ -160,8 +172,12 @@ func (l *loaded) module(ctx context.Context, eng engine.Engine, allowPrivate boo
 }
 
 func (l *loaded) spec(allowPrivate bool) engine.Spec {
+	key := l.digest.String()
+	if l.settingsKey != "" {
+		key += "+" + l.settingsKey // a new config or secret is a new module
+	}
 	return engine.Spec{
-		Key: l.digest.String(), Name: l.name, Wasm: l.wasm,
+		Key: key, Name: l.name, Wasm: l.wasm, Config: l.config, Secrets: l.secrets,
 		Limits: l.manifest.Limits.Effective(), Permissions: l.manifest.Permissions, Exports: l.manifest.Exports(),
 		AllowPrivateNetwork: allowPrivate, ReuseInstances: l.manifest.ReuseInstances,
 	}

@@ -97,6 +97,7 @@ func Diff(old, new *Manifest) []Change {
 	}
 
 	diffHooks(old.Hooks, new.Hooks, add)
+	diffSecrets(old, new, add)
 	return out
 }
 

@@ -27,6 +27,8 @@ func FuzzParseManifest(f *testing.F) {
 		`{"name":"a","version":"0.0.0","wasm":"a.wasm","tools":[{"name":"t","description":"d","parameters":{"type":"object"}}]}`,
 		`{"name":"a","version":"1.0.0-rc.1+b","wasm":"a.wasm","tools":[{"name":"t","description":"d","parameters":{"type":"object","properties":{"x":{"$ref":"#/$defs/y"}},"$defs":{"y":{"type":"string"}}}}],"permissions":{"allowed_hosts":["*.example.com"],"allowed_paths":{"/a":"/b"}}}`,
 		`{"name":"a","name":"b"}`,
+		`{"name":"a","version":"1.0.0","wasm":"a.wasm","tools":[{"name":"t","description":"d","parameters":{"type":"object"}}],"permissions":{"allowed_hosts":["api.example.com","*.example.org"]},"config":{"type":"object","properties":{"u":{"type":"string"}}},"secrets":{"api_token":{"hosts":["api.example.com","*.a.example.org"],"header":"Authorization","prefix":"Bearer "}}}`,
+		`{"name":"a","version":"1.0.0","wasm":"a.wasm","tools":[{"name":"t","description":"d","parameters":{"type":"object"}}],"secrets":{"k":{"hosts":["x.com"],"header":"X","Header":"Y"}}}`,
 		`{"permissions":{"allowed_hosts":[],"Allowed_Hosts":["*"]}}`,
 		`{"name":"a","version":"1.0.0","wasm":"a.wasm","tools":[{"name":"t","description":"\u202e","parameters":{"type":"object"}}]}`,
 		`{"name":"a","version":"1.0.0","wasm":"a.wasm","tools":[{"name":"t","description":"d","parameters":{"type":"object","$ref":"http://x/"}}]}`,

@@ -54,6 +54,13 @@ type Manifest struct {
 	// Hooks make the plugin a policy plugin: its exports are called around
 	// other plugins' tool calls (see Hook).
 	Hooks []Hook `json:"hooks,omitempty"`
+	// Config is the JSON Schema (root "type": "object") of the
+	// configuration the operator sets (`toolhost plugin config`); the
+	// plugin reads the values, as strings, with the PDK's config functions.
+	Config json.RawMessage `json:"config,omitempty"`
+	// Secrets are the secrets the plugin uses, by name, and where they may
+	// be sent (see SecretBinding). Their values never enter the sandbox.
+	Secrets map[string]SecretBinding `json:"secrets,omitempty"`
 }
 
 // Tool is one tool definition.
@@ -184,6 +191,12 @@ var manifestShape = strictjson.Object{
 		"max_output_bytes": strictjson.Any{},
 	},
 	"reuse_instances": strictjson.Any{},
+	"config":          strictjson.Any{},
+	"secrets": strictjson.MapOf{Elem: strictjson.Object{
+		"hosts":  strictjson.ArrayOf{Elem: strictjson.Any{}},
+		"header": strictjson.Any{},
+		"prefix": strictjson.Any{},
+	}},
 	"permissions": strictjson.Object{
 		"allowed_hosts": strictjson.ArrayOf{Elem: strictjson.Any{}},
 		"allowed_paths": strictjson.Any{},
@@ -287,7 +300,10 @@ func (m *Manifest) validate() error {
 	if err := m.validateHooks(); err != nil {
 		return err
 	}
-	return m.validateLimitsAndPermissions()
+	if err := m.validateLimitsAndPermissions(); err != nil {
+		return err
+	}
+	return m.validateConfigAndSecrets()
 }
 
 func (m *Manifest) validateHooks() error {

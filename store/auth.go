@@ -33,6 +33,8 @@ var authenticatedPrefixes = []string{
 	highWaterPrefix,
 	quarantinePrefix,
 	policyRulePrefix,
+	configPrefix,
+	secretPrefix,
 }
 
 // sealKey holds the MAC over every authenticated record. It is not itself
@@ -220,9 +222,12 @@ func (s *Store) hasSeal() (bool, error) {
 
 var errShortKey = errors.New("store: key file is incomplete")
 
-// readStateKey reads a key file, refusing one another user owns or others
-// can read or write.
-func readStateKey(path string) ([]byte, error) {
+// readStateKey reads the store's MAC key file.
+func readStateKey(path string) ([]byte, error) { return readKeyFile(path, stateKeyHeader) }
+
+// readKeyFile reads a key file (header, then 32 bytes in hex), refusing one
+// another user owns or others can read or write.
+func readKeyFile(path, header string) ([]byte, error) {
 	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0)
 	if err != nil {
 		if errors.Is(err, os.ErrNotExist) {
@@ -248,7 +253,7 @@ func readStateKey(path string) ([]byte, error) {
 	if err != nil {
 		return nil, fmt.Errorf("store: read %s: %w", path, err)
 	}
-	rest, ok := bytes.CutPrefix(data, []byte(stateKeyHeader))
+	rest, ok := bytes.CutPrefix(data, []byte(header))
 	key, herr := hex.DecodeString(string(bytes.TrimSpace(rest)))
 	if !ok || herr != nil || len(key) != stateKeyBytes {
 		if len(data) == 0 {

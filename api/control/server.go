@@ -211,6 +211,9 @@ func Handler(api API, changes Watcher) http.Handler {
 	if gov, ok := api.(Governance); ok {
 		handleGovernance(mux, gov, reply)
 	}
+	if set, ok := api.(Settings); ok {
+		handleSettings(mux, set, reply)
+	}
 	mux.HandleFunc("GET /v1/changes", func(w http.ResponseWriter, r *http.Request) {
 		if changes == nil {
 			http.NotFound(w, r)

@@ -46,6 +46,8 @@ var kinds = []struct {
 	{"below_threshold", curator.ErrBelowThreshold},
 	{"bad_signature", curator.ErrBadSignature},
 	{"no_such_approval", govern.ErrNoSuchApproval},
+	{"invalid_setting", host.ErrInvalidSetting},
+	{"secrets_key", store.ErrSecretsKey},
 }
 
 func toWire(err error) *wireError {

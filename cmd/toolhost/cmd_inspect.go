@@ -46,6 +46,7 @@ func newInspectCmd(g *globalOptions) *cobra.Command {
 			fmt.Fprintf(g.stdout, "paths:       %s\n", orNone(strings.Join(paths, ", ")))
 			if m, err := plugin.ParseManifest(p.Manifest); err == nil {
 				fmt.Fprint(g.stdout, strings.TrimPrefix(hooksText(m), "\n"))
+				fmt.Fprint(g.stdout, settingsText(m))
 				for i := range m.Tools {
 					if s := toolGovernance(&m.Tools[i]); s != "" {
 						fmt.Fprintf(g.stdout, "tool %s:\n%s", m.Tools[i].Name, s)

@@ -59,7 +59,8 @@ func review(w io.Writer, b *plugin.Bundle) error {
 	if m.ReuseInstances {
 		isolation = "instances are REUSED across calls (state can carry from one call to the next)"
 	}
-	fmt.Fprintf(w, "isolation: %s\n\n", isolation)
+	fmt.Fprintf(w, "isolation: %s\n", isolation)
+	fmt.Fprintf(w, "%s\n", settingsText(m))
 
 	var warnings []string
 	for _, h := range m.Permissions.AllowedHosts {

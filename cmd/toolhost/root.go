@@ -139,11 +139,11 @@ policy, 4 tool call failed, 5 not found, 6 store busy.`,
 	curatorCmd.AddCommand(newKeygenCmd(g), newReviewCmd(g), newSignCmd(g))
 	pluginCmd := &cobra.Command{Use: "plugin", Short: "Pack, verify, install and manage plugins"}
 	pluginCmd.AddCommand(newPackCmd(g), newVerifyCmd(g), newInstallCmd(g), newListCmd(g), newInspectCmd(g), newRemoveCmd(g))
-	pluginCmd.AddCommand(newPluginInitCmd(g), newPluginBuildCmd(g), newPluginDevCmd(g))
+	pluginCmd.AddCommand(newPluginInitCmd(g), newPluginBuildCmd(g), newPluginDevCmd(g), newPluginConfigCmd(g))
 	trustCmd := &cobra.Command{Use: "trust", Short: "Manage which curator keys are trusted"}
 	trustCmd.AddCommand(newTrustAddCmd(g), newTrustListCmd(g), newTrustRemoveCmd(g), newTrustRevokeCmd(g), newTrustUnrevokeCmd(g), newTrustPolicyCmd(g))
 	root.AddCommand(curatorCmd, pluginCmd, trustCmd, newCallCmd(g), newBenchCmd(g), newServeCmd(g), newMCPCmd(g), newWorkerCmd(g))
-	root.AddCommand(newPolicyCmd(g), newApprovalsCmd(g), newAuditCmd(g))
+	root.AddCommand(newPolicyCmd(g), newApprovalsCmd(g), newAuditCmd(g), newSecretCmd(g))
 	markUsageErrors(root)
 	return root
 }

@@ -158,6 +158,14 @@ type Log struct {
 	head string
 	now  func() time.Time
 	err  error // the first write error; the log refuses further appends
+
+	// syncMu is held by the one fsync in progress; synced is the last
+	// record it made durable (guarded by syncMu). Appends write under mu
+	// and then wait for an fsync that began after their write: while one
+	// runs, the records written meanwhile share the next (group commit).
+	syncMu sync.Mutex
+	synced uint64
+	fsync  func(*os.File) error // tests count fsyncs; nil is (*os.File).Sync
 }
 
 // Open opens (creating it 0600) the audit log at path and finds its head.
@@ -233,8 +241,21 @@ func (l *Log) setHead(last []byte) error {
 }
 
 // Append completes r (seq, time when zero, prev, hash), writes it and
-// fsyncs the file. It returns the record as written.
+// fsyncs the file: it returns once the record is durable. Concurrent
+// appends share fsyncs (see syncMu).
 func (l *Log) Append(r Record) (Record, error) {
+	r, err := l.write(r)
+	if err != nil {
+		return Record{}, err
+	}
+	if err := l.syncThrough(r.Seq); err != nil {
+		return Record{}, err
+	}
+	return r, nil
+}
+
+// write completes r and writes it, without waiting for it to be durable.
+func (l *Log) write(r Record) (Record, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.err != nil {
@@ -261,13 +282,39 @@ func (l *Log) Append(r Record) (Record, error) {
 		l.err = fmt.Errorf("audit: write %s: %w; the log refuses further records until toolhost restarts", l.path, err)
 		return Record{}, l.err
 	}
-	if err := l.f.Sync(); err != nil {
-		l.err = fmt.Errorf("audit: sync %s: %w; the log refuses further records until toolhost restarts", l.path, err)
-		return Record{}, l.err
-	}
 	l.seq, l.head = r.Seq, hash
 	r.Hash = hash
 	return r, nil
+}
+
+// syncThrough returns once record seq is durable: at once when an fsync
+// that began after it was written has ended, else after one more.
+func (l *Log) syncThrough(seq uint64) error {
+	l.syncMu.Lock()
+	defer l.syncMu.Unlock()
+	if l.synced >= seq {
+		return nil
+	}
+	l.mu.Lock()
+	written, err := l.seq, l.err
+	l.mu.Unlock()
+	if err != nil {
+		return err
+	}
+	fsync := (*os.File).Sync
+	if l.fsync != nil {
+		fsync = l.fsync
+	}
+	if err := fsync(l.f); err != nil {
+		l.mu.Lock()
+		defer l.mu.Unlock()
+		if l.err == nil {
+			l.err = fmt.Errorf("audit: sync %s: %w; the log refuses further records until toolhost restarts", l.path, err)
+		}
+		return l.err
+	}
+	l.synced = written
+	return nil
 }
 
 // Head returns the sequence number and hash of the last record ("" when
@@ -283,6 +330,8 @@ func (l *Log) Path() string { return l.path }
 
 // Close closes the file.
 func (l *Log) Close() error {
+	l.syncMu.Lock()
+	defer l.syncMu.Unlock()
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return l.f.Close()

@@ -46,6 +46,23 @@ type Spec struct {
 	// AllowPrivateNetwork is the operator's explicit grant to reach
 	// loopback, private and link-local addresses (never the plugin's).
 	AllowPrivateNetwork bool
+	// Config is the operator's configuration of the plugin, which the
+	// plugin reads with the PDK's config functions.
+	Config map[string]string
+	// Secrets are the plugin's declared secrets with the operator's values
+	// (Value empty: not set). An engine keeps them outside the sandbox:
+	// toolhost.http_fetch adds them to the requests that ask for them, and
+	// only to their hosts. Key must differ whenever Config or Secrets do.
+	Secrets []Secret
+}
+
+// Secret is one secret binding with its value.
+type Secret struct {
+	Name   string   `json:"name"`
+	Hosts  []string `json:"hosts"`
+	Header string   `json:"header"`
+	Prefix string   `json:"prefix,omitempty"`
+	Value  string   `json:"value,omitempty"`
 }
 
 // Engine compiles modules. Implementations are safe for concurrent use.

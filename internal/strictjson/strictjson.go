@@ -39,6 +39,11 @@ type ArrayOf struct{ Elem Shape }
 // same key twice.
 type Any struct{}
 
+// MapOf is an object with any keys whose values all have shape Elem.
+type MapOf struct{ Elem Shape }
+
+func (MapOf) shape() {}
+
 func (Object) shape()  {}
 func (ArrayOf) shape() {}
 func (Any) shape()     {}
@@ -138,7 +143,9 @@ func (c *checker) value(shape Shape, path string, depth int) error {
 		_, err := c.dec.Token() // ']'
 		return wrapSyntax(err, path)
 	default:
-		if _, ok := shape.(Object); ok && tok != nil {
+		_, isObj := shape.(Object)
+		_, isMap := shape.(MapOf)
+		if (isObj || isMap) && tok != nil {
 			return fmt.Errorf("%w: %s must be an object", ErrInvalid, path)
 		}
 		return nil
@@ -162,6 +169,9 @@ func (c *checker) object(shape Shape, path string, depth int) error {
 		}
 		seen[key] = true
 		child := Shape(Any{})
+		if m, ok := shape.(MapOf); ok {
+			child = m.Elem
+		}
 		if exact {
 			s, ok := fields[key]
 			if !ok {

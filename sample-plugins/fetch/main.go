@@ -37,6 +37,7 @@ type fetchArgs struct {
 	Method  string            `json:"method"`
 	Headers map[string]string `json:"headers"`
 	Body    string            `json:"body"`
+	Secrets []string          `json:"secrets"`
 }
 
 // request and response mirror the host's JSON.
@@ -46,6 +47,9 @@ type request struct {
 	Headers      map[string]string `json:"headers,omitempty"`
 	Body         string            `json:"body,omitempty"`
 	MaxBodyBytes int64             `json:"max_body_bytes,omitempty"`
+	// Secrets names secrets the host adds as headers; their values never
+	// reach this plugin.
+	Secrets []string `json:"secrets,omitempty"`
 }
 
 type response struct {
@@ -78,7 +82,7 @@ func fetchURL() int32 {
 	}
 	resp, err := send(request{
 		Method: strings.ToUpper(args.Method), URL: *args.URL, Headers: args.Headers, Body: args.Body,
-		MaxBodyBytes: maxBodyBytes,
+		MaxBodyBytes: maxBodyBytes, Secrets: args.Secrets,
 	})
 	if err != nil {
 		return guest.Fail(err)

@@ -33,9 +33,8 @@ func (m *inProcessModule) Call(ctx context.Context, export string, input []byte)
 	if ierr != nil {
 		return nil, m.failure(ctx, g, ierr, stderr)
 	}
-	inst := in.p
 	defer func() { m.done(in, err == nil) }()
-	rc, out, err := inst.CallWithContext(ctx, export, input)
+	rc, out, err := in.call(ctx, export, input)
 	if g.inputRefused && ctx.Err() == nil {
 		// extism ignores the failure to copy the input into the kernel's
 		// memory: the export ran on an empty (or clobbered) input.

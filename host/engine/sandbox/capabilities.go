@@ -25,10 +25,12 @@ import (
 // request with the kernel's alloc, e.g. go-pdk's AllocateBytes; the guest
 // frees both blocks). The request is JSON
 //
-//	{"method","url","headers":{name:value},"body","max_body_bytes"}
+//	{"method","url","headers":{name:value},"body","max_body_bytes","secrets":[name]}
 //
 // (method defaults to GET; max_body_bytes, optional, cuts the body there
-// instead of failing at MaxFetchResponseBytes). The response is JSON
+// instead of failing at MaxFetchResponseBytes; secrets, optional, names
+// secrets of the manifest the host adds as their headers, only where they
+// are bound, see engine.Spec.Secrets). The response is JSON
 //
 //	{"status","url","headers","body","body_encoding","truncated"}
 //

@@ -235,7 +235,10 @@ func fetchManifest(t *testing.T, hosts ...string) []byte {
 	t.Helper()
 	s := loadSample(t, "fetch")
 	list, _ := json.Marshal(hosts)
-	return replaceOnce(t, s.manifest, `"allowed_hosts": ["example.com", "*.example.com"]`, `"allowed_hosts": `+string(list))
+	m := replaceOnce(t, s.manifest, `"allowed_hosts": ["example.com", "*.example.com"]`, `"allowed_hosts": `+string(list))
+	// The sample's secret must stay within allowed_hosts: bind it to the
+	// first host.
+	return replaceOnce(t, m, `"hosts": ["api.example.com"]`, `"hosts": ["`+hosts[0]+`"]`)
 }
 
 // localURL rewrites an httptest URL (http://127.0.0.1:PORT) to use a host name.

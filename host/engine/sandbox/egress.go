@@ -15,6 +15,8 @@ import (
 	"syscall"
 	"time"
 	"unicode/utf8"
+
+	"github.com/toolhost/toolhost/host/engine"
 )
 
 // Egress limits for the fetch host function.
@@ -45,6 +47,7 @@ var errDenied = errors.New("permission denied")
 type egress struct {
 	hosts        []string // from the signed manifest
 	allowPrivate bool     // operator's explicit grant for private/loopback addresses
+	secrets      []engine.Secret
 
 	// lookup and dial stand in for DNS and the socket layer in tests; nil
 	// means the real ones. Both run after the policy decided, never instead.
@@ -226,7 +229,7 @@ func (e egress) control(network, address string, _ syscall.RawConn) error {
 
 // client returns an HTTP client that re-checks every redirect against the
 // allow-list and every dialed address against the blocked ranges.
-func (e egress) client() *http.Client {
+func (e egress) client(secrets []engine.Secret) *http.Client {
 	tr := &http.Transport{
 		Proxy:                  nil, // never an environment proxy: it would bypass the address checks
 		DialContext:            e.dialContext,
@@ -243,7 +246,12 @@ func (e egress) client() *http.Client {
 			if len(via) >= maxRedirects {
 				return fmt.Errorf("stopped after %d redirects", maxRedirects)
 			}
-			return e.checkURL(req.URL)
+			if err := e.checkURL(req.URL); err != nil {
+				return err
+			}
+			// The next hop carries each secret only if its host is bound.
+			applySecrets(req.Header, secrets, req.URL.Hostname())
+			return nil
 		},
 	}
 }
@@ -290,7 +298,12 @@ func (e egress) fetch(ctx context.Context, req fetchRequest) (fetchResponse, err
 	if hr.Header.Get("User-Agent") == "" {
 		hr.Header.Set("User-Agent", "toolhost-plugin")
 	}
-	c := e.client()
+	secrets, err := e.requestedSecrets(req.Secrets, u.Hostname())
+	if err != nil {
+		return fetchResponse{}, err
+	}
+	applySecrets(hr.Header, secrets, u.Hostname())
+	c := e.client(secrets)
 	defer c.CloseIdleConnections()
 	resp, err := c.Do(hr)
 	if err != nil {
@@ -344,6 +357,9 @@ type fetchRequest struct {
 	// MaxBodyBytes, when set below MaxFetchResponseBytes, cuts the
 	// response body there (truncated: true) instead of failing.
 	MaxBodyBytes int64 `json:"max_body_bytes,omitempty"`
+	// Secrets names the plugin's secrets the host adds to the request (as
+	// their bound headers), each only where it is bound.
+	Secrets []string `json:"secrets,omitempty"`
 }
 
 // fetchResponse is the JSON toolhost.http_fetch answers.

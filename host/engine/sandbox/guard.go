@@ -2,6 +2,7 @@ package sandbox
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math"
 
@@ -64,11 +65,32 @@ func (g *callGuard) exhaustion() string {
 	return fmt.Sprintf("growing a memory to %d bytes was refused", g.refusedGrow)
 }
 
-// Allocate implements experimental.MemoryAllocator.
-func (g *callGuard) Allocate(_, _ uint64) experimental.LinearMemory {
+// Allocate implements experimental.MemoryAllocator. Every memory is an
+// image reserved up to the page limit (so that the instance can be
+// snapshotted and reset); when the reservation fails, the memory is a Go
+// slice as in wazero's default, and the instance cannot be reset.
+func (g *callGuard) Allocate(capBytes, _ uint64) experimental.LinearMemory {
 	l := &linearMemory{g: g}
+	if im, err := newImage(max(g.memLimit, capBytes), defaultCopyMax); err == nil {
+		l.im = im
+	}
 	g.mems = append(g.mems, l)
 	return l
+}
+
+// images implements imageSource: the images of the instance's memories,
+// or an error when one of them is not an image.
+func (g *callGuard) images() ([]*image, error) {
+	ims := make([]*image, 0, len(g.mems))
+	var err error
+	for _, l := range g.mems {
+		if l.im == nil {
+			err = errors.New("sandbox: a linear memory could not be reserved as an image (address space)")
+			continue
+		}
+		ims = append(ims, l.im)
+	}
+	return ims, err
 }
 
 // findKernel marks which of the instance's memories is the Extism
@@ -88,11 +110,13 @@ func (g *callGuard) findKernel(kernel api.Memory) {
 	}
 }
 
-// linearMemory backs one wasm memory with a Go slice, as wazero does by
-// default, but refuses to grow past the call's page limit. wazero's own
-// limit is the whole wasm32 space, so every refusal within it passes here.
+// linearMemory backs one wasm memory with an image (or, when none could
+// be reserved, a Go slice as wazero does by default), but refuses to grow
+// past the call's page limit. wazero's own limit is the whole wasm32
+// space, so every refusal within it passes here.
 type linearMemory struct {
 	g       *callGuard
+	im      *image // nil: buf is a Go slice
 	buf     []byte
 	started bool
 	kernel  bool
@@ -111,6 +135,10 @@ func (l *linearMemory) Reallocate(size uint64) []byte {
 		return nil
 	}
 	l.started = true
+	if l.im != nil {
+		l.buf = l.im.Reallocate(size)
+		return l.buf
+	}
 	if size <= uint64(cap(l.buf)) {
 		l.buf = l.buf[:size]
 		return l.buf
@@ -122,7 +150,12 @@ func (l *linearMemory) Reallocate(size uint64) []byte {
 	return b
 }
 
-func (l *linearMemory) Free() { l.buf = nil }
+func (l *linearMemory) Free() {
+	if l.im != nil {
+		l.im.Free()
+	}
+	l.buf = nil
+}
 
 // envListeners attaches listeners to the Extism host functions whose
 // misuse the kernel answers silently: it ignores an out-of-range

@@ -104,22 +104,39 @@ const wasm32Pages = 65536
 // once, so that a module whose imports do not link or whose data segments
 // do not fit its memory is refused now rather than failing every call.
 func (e *InProcess) Compile(ctx context.Context, spec engine.Spec) (engine.Module, error) {
-	if err := Prevalidate(spec); err != nil {
+	checked, err := prevalidate(spec)
+	if err != nil {
 		return nil, err
 	}
 	if stopped := engine.Stopped(ctx, "the module was being compiled"); stopped != nil {
 		return nil, stopped
 	}
-	sum := sha256.Sum256(spec.Wasm)
+	// Fresh calls run on instances reset to a snapshot taken after the
+	// module started (see resettable) unless the module holds state a
+	// snapshot cannot restore; those get a real fresh instance per call.
+	// The listeners are compiled into the host module extism builds for
+	// its "extism:host/env" functions (and, for a prepared module, into
+	// its init export and the WASI functions).
+	wasm := spec.Wasm
+	var prep *prepared
+	var listeners experimental.FunctionListenerFactory = envListeners{}
+	if !spec.ReuseInstances && snapshotRefusal(checked) == nil {
+		if p, err := prepareForSnapshot(spec.Wasm); err == nil {
+			prep, wasm = p, p.wasm
+			listeners = snapshotListeners{next: envListeners{}}
+		}
+	}
+	sum := sha256.Sum256(wasm)
 	lim := spec.Limits
 	manifest := extism.Manifest{
-		Wasm: []extism.Wasm{extism.WasmData{Data: spec.Wasm, Hash: hex.EncodeToString(sum[:]), Name: "main"}},
+		Wasm: []extism.Wasm{extism.WasmData{Data: wasm, Hash: hex.EncodeToString(sum[:]), Name: "main"}},
 		// MaxPages stays 0: extism would make it the runtime's page limit,
 		// and memory.grow beyond that limit fails inside wazero where
 		// nothing sees it. The page limit is enforced per call by
 		// callGuard's allocator instead, which records every refusal.
 		Memory:  &extism.ManifestMemory{MaxPages: 0, MaxHttpResponseBytes: 0, MaxVarBytes: 0},
 		Timeout: uint64(lim.TimeoutMS),
+		Config:  spec.Config,
 	}
 	rc := wazero.NewRuntimeConfig().
 		WithCloseOnContextDone(true).
@@ -130,10 +147,8 @@ func (e *InProcess) Compile(ctx context.Context, spec engine.Spec) (engine.Modul
 	if err != nil {
 		return nil, err
 	}
-	eg := egress{hosts: spec.Permissions.AllowedHosts, allowPrivate: spec.AllowPrivateNetwork}
-	// The listeners are compiled into the host module extism builds for
-	// its "extism:host/env" functions.
-	cctx := experimental.WithFunctionListenerFactory(ctx, envListeners{})
+	eg := egress{hosts: spec.Permissions.AllowedHosts, allowPrivate: spec.AllowPrivateNetwork, secrets: spec.Secrets}
+	cctx := experimental.WithFunctionListenerFactory(ctx, listeners)
 	cp, err := extism.NewCompiledPlugin(cctx, manifest, extism.PluginConfig{RuntimeConfig: rc, EnableWasi: true}, hostFunctions(eg))
 	if err != nil {
 		files.close()
@@ -150,7 +165,7 @@ func (e *InProcess) Compile(ctx context.Context, spec engine.Spec) (engine.Modul
 		}
 		return nil, toolerr.Errorf(toolerr.CodeInvalidModule, "the module does not compile: %v", firstLine(err.Error()))
 	}
-	m := &inProcessModule{engine: e, spec: spec, compiled: cp, files: files, ready: make(chan *instance, 2)}
+	m := &inProcessModule{engine: e, spec: spec, compiled: cp, prep: prep, files: files, ready: make(chan *instance, 2)}
 	if err := m.firstInstance(ctx); err != nil {
 		m.Close(ctx)
 		return nil, err

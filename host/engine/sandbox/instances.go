@@ -18,7 +18,10 @@ type inProcessModule struct {
 	engine   *InProcess
 	spec     engine.Spec
 	compiled *extism.CompiledPlugin
-	files    *readOnlyFiles
+	// prep, when not nil, is the module compiled prepared for snapshots:
+	// fresh calls then run on resettable instances.
+	prep  *prepared
+	files *readOnlyFiles
 	// closeMu orders Close after the calls and refills in flight: they
 	// hold it for reading while they use compiled, files and ready; Close
 	// takes it for writing to set closed and release them. So Close waits
@@ -42,8 +45,17 @@ type inProcessModule struct {
 // Plugin is not safe for concurrent use).
 type instance struct {
 	p      *extism.Plugin
+	r      *resettable // nil: the instance cannot be reset
 	g      *callGuard
 	stderr *cappedBuffer
+}
+
+// call runs export on the instance.
+func (in *instance) call(ctx context.Context, export string, input []byte) (uint32, []byte, error) {
+	if in.r != nil {
+		return in.r.call(ctx, export, input)
+	}
+	return in.p.CallWithContext(ctx, export, input)
 }
 
 func (m *inProcessModule) Close(ctx context.Context) error {
@@ -73,6 +85,13 @@ func (c *cappedBuffer) Write(p []byte) (int, error) {
 		c.buf.Write(p[:min(room, len(p))])
 	}
 	return len(p), nil
+}
+
+// reset empties the buffer.
+func (c *cappedBuffer) reset() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.buf.Reset()
 }
 
 func (c *cappedBuffer) String() string {
@@ -120,8 +139,15 @@ func (m *inProcessModule) firstInstance(ctx context.Context) error {
 	return nil
 }
 
-// newInstance instantiates the module with a fresh guard and stderr.
+// newInstance instantiates the module with a fresh guard and stderr: a
+// resettable instance when the module was prepared for snapshots and its
+// initialization left a state worth keeping, else a plain one.
 func (m *inProcessModule) newInstance(ctx context.Context) (*instance, error) {
+	if m.prep != nil {
+		if in := m.newResettableInstance(ctx); in != nil {
+			return in, nil
+		}
+	}
 	in := &instance{g: newCallGuard(m.spec, 0), stderr: &cappedBuffer{n: 4096}}
 	ctx = context.WithValue(ctx, guardKey{}, in.g)
 	ctx = experimental.WithMemoryAllocator(ctx, in.g)
@@ -132,6 +158,28 @@ func (m *inProcessModule) newInstance(ctx context.Context) (*instance, error) {
 	in.p = p
 	in.g.findKernel(p.Memory())
 	return in, nil
+}
+
+// newResettableInstance makes an instance and snapshots it after its
+// initialization, or returns nil when that fails or the initialization
+// ran into a limit or misused a host function: a plain instance then
+// meets the same on the call, where it is reported as it always was.
+func (m *inProcessModule) newResettableInstance(ctx context.Context) *instance {
+	in := &instance{g: newCallGuard(m.spec, 0), stderr: &cappedBuffer{n: 4096}}
+	ctx = context.WithValue(ctx, guardKey{}, in.g)
+	r, err := newResettable(ctx, m.compiled, m.prep, in.g, extism.PluginInstanceConfig{ModuleConfig: m.moduleConfig(in.stderr)})
+	if err != nil {
+		return nil
+	}
+	if in.g.exhausted() || in.g.badAccess != "" || in.g.inputRefused {
+		r.p.Close(context.Background())
+		return nil
+	}
+	in.p, in.r = r.p, r
+	in.g.findKernel(r.p.Memory())
+	in.g.reset()
+	in.stderr.reset()
+	return in
 }
 
 // drain closes the module's ready instances.
@@ -193,11 +241,17 @@ func (m *inProcessModule) refill() {
 	}()
 }
 
-// done disposes of an instance after a call: reused only when the
-// manifest opted in and the call ended cleanly, else closed.
+// done disposes of an instance after a call. With ReuseInstances, an
+// instance whose call ended cleanly goes back as it is; without, one
+// whose call ended cleanly goes back once reset to its snapshot, which
+// makes it fresh (see resettable). Every other instance (an error, a
+// timeout, a failed reset, a full ready channel) is closed.
 func (m *inProcessModule) done(in *instance, clean bool) {
-	if m.spec.ReuseInstances && clean {
+	if clean && (m.spec.ReuseInstances || (in.r != nil && in.r.reset() == nil)) {
 		in.g.reset()
+		if !m.spec.ReuseInstances {
+			in.stderr.reset()
+		}
 		if m.put(in) {
 			return
 		}

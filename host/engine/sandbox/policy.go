@@ -49,7 +49,13 @@ func set(names ...string) map[string]bool {
 // against the manifest's page limit, tables, imports against what the host
 // provides, and the tools' exports.
 func Prevalidate(spec engine.Spec) error {
-	_, err := wasmcheck.Check(spec.Wasm, wasmcheck.Policy{
+	_, err := prevalidate(spec)
+	return err
+}
+
+// prevalidate is Prevalidate that also returns what the check learned.
+func prevalidate(spec engine.Spec) (*wasmcheck.Module, error) {
+	m, err := wasmcheck.Check(spec.Wasm, wasmcheck.Policy{
 		MaxModuleBytes:   plugin.MaxWasmBytes,
 		MaxMemoryPages:   spec.Limits.MemoryPages,
 		MaxTableElements: MaxTableElements,
@@ -59,12 +65,12 @@ func Prevalidate(spec engine.Spec) error {
 		RequiredExports: spec.Exports,
 	})
 	if err == nil {
-		return nil
+		return m, nil
 	}
 	msg := strings.TrimPrefix(strings.TrimPrefix(err.Error(), "wasmcheck: "), "invalid module: ")
 	var pe *wasmcheck.PolicyError
 	if errors.As(err, &pe) && strings.Contains(msg, "import") {
 		msg += " (the sandbox provides WASI preview 1 and the Extism host functions, except http_request)"
 	}
-	return toolerr.Errorf(toolerr.CodeInvalidModule, "%s", fmt.Sprint(msg))
+	return nil, toolerr.Errorf(toolerr.CodeInvalidModule, "%s", fmt.Sprint(msg))
 }

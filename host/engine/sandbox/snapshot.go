@@ -35,6 +35,16 @@ func (a *imageAllocator) Allocate(_, _ uint64) experimental.LinearMemory {
 	return im
 }
 
+// images implements imageSource.
+func (a *imageAllocator) images() ([]*image, error) { return a.mems, a.err }
+
+// imageSource is a memory allocator whose memories are images: an
+// imageAllocator, or a callGuard.
+type imageSource interface {
+	experimental.MemoryAllocator
+	images() ([]*image, error)
+}
+
 // snapshotState is what makes a used instance fresh again: the images of
 // its memories and the values of its mutable globals (exported under
 // reserved names by prepareForSnapshot) at the moment of the snapshot.
@@ -47,11 +57,12 @@ type snapshotState struct {
 // capture snapshots the memories a allocated and the globals of mod named
 // in names. Every mutable global must be reachable: one that is not
 // exported, or not mutable, fails the capture.
-func capture(a *imageAllocator, mod api.Module, names []string) (*snapshotState, error) {
-	if a.err != nil {
-		return nil, a.err
+func capture(a imageSource, mod api.Module, names []string) (*snapshotState, error) {
+	mems, err := a.images()
+	if err != nil {
+		return nil, err
 	}
-	s := &snapshotState{mems: a.mems}
+	s := &snapshotState{mems: mems}
 	for _, name := range names {
 		g, ok := mod.ExportedGlobal(name).(api.MutableGlobal)
 		if !ok {
@@ -180,17 +191,16 @@ type resettable struct {
 }
 
 // newResettable instantiates cp, compiled from prep.wasm with
-// snapshotListeners, on image-backed memories of limit bytes each, runs
-// the init export and captures the result; memories of up to copyMax
-// bytes are restored by copying (see image). limit must be at least every
+// snapshotListeners, on the image-backed memories of alloc, runs the init
+// export and captures the result. alloc's images must be at least every
 // memory's declared minimum (Prevalidate holds those to the page limit):
 // wazero panics when the initial allocation is refused.
-func newResettable(ctx context.Context, cp *extism.CompiledPlugin, prep *prepared, limit, copyMax uint64, cfg extism.PluginInstanceConfig) (*resettable, error) {
-	alloc := &imageAllocator{limit: limit, copyMax: copyMax}
+func newResettable(ctx context.Context, cp *extism.CompiledPlugin, prep *prepared, alloc imageSource, cfg extism.PluginInstanceConfig) (*resettable, error) {
 	ctx = experimental.WithMemoryAllocator(ctx, alloc)
 	p, err := cp.Instance(ctx, cfg)
 	if err != nil {
-		for _, m := range alloc.mems {
+		mems, _ := alloc.images()
+		for _, m := range mems {
 			m.Free()
 		}
 		return nil, err

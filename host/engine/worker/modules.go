@@ -51,6 +51,7 @@ func (p *Pool) load(ctx context.Context, w *proc, spec *engine.Spec) error {
 		Key: spec.Key, Name: spec.Name, MemoryPages: spec.Limits.MemoryPages, TimeoutMS: spec.Limits.TimeoutMS,
 		MaxOutput: spec.Limits.MaxOutputBytes, Hosts: spec.Permissions.AllowedHosts, Paths: spec.Permissions.AllowedPaths,
 		Exports: spec.Exports, Private: spec.AllowPrivateNetwork, Reuse: spec.ReuseInstances,
+		Config: spec.Config, Secrets: spec.Secrets,
 	}
 	// Compiling a large module can take seconds (a Go guest: ~2 s on an
 	// idle core, much more on a loaded machine); a module that makes the

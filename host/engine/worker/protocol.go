@@ -6,6 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+
+	"github.com/toolhost/toolhost/host/engine"
 )
 
 // Frames between host and worker: a 9-byte header (u32 total length of
@@ -89,6 +91,10 @@ type loadHeader struct {
 	Exports     []string          `json:"exports"`
 	Private     bool              `json:"allow_private_network,omitempty"`
 	Reuse       bool              `json:"reuse_instances,omitempty"`
+	Config      map[string]string `json:"config,omitempty"`
+	// Secrets carry the operator's values to the worker's host side; they
+	// never enter the sandbox (engine.Spec.Secrets).
+	Secrets []engine.Secret `json:"secrets,omitempty"`
 	// BudgetMS is the time left to the deadline of the call that loads
 	// the module (0: none, an install); the first instantiation stops then.
 	BudgetMS uint32 `json:"budget_ms,omitempty"`

@@ -244,6 +244,7 @@ func trimMemory() {
 func specFromLoad(h loadHeader, wasm []byte) engine.Spec {
 	return engine.Spec{
 		Key: h.Key, Name: h.Name, Wasm: wasm, Exports: h.Exports, AllowPrivateNetwork: h.Private, ReuseInstances: h.Reuse,
+		Config: h.Config, Secrets: h.Secrets,
 		Limits:      plugin.Limits{MemoryPages: h.MemoryPages, TimeoutMS: h.TimeoutMS, MaxOutputBytes: h.MaxOutput},
 		Permissions: plugin.Permissions{AllowedHosts: h.Hosts, AllowedPaths: h.Paths},
 	}
