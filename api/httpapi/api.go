@@ -31,6 +31,7 @@ import (
 
 	"github.com/toolhost/toolhost/api/mcpserver"
 	"github.com/toolhost/toolhost/host"
+	"github.com/toolhost/toolhost/host/content"
 	"github.com/toolhost/toolhost/host/toolerr"
 )
 
@@ -262,6 +263,16 @@ func (a *API) callTool(w http.ResponseWriter, r *http.Request) {
 	res, err := a.calls.Call(r.Context(), name, args)
 	if err != nil {
 		writeError(w, asError(err))
+		return
+	}
+	// A multi-block envelope (package content) comes out as
+	// {"result":{"content":[…]}}; every other result as it is.
+	if blocks, ok, err := content.Parse(res); ok {
+		if err != nil {
+			writeError(w, asError(err))
+			return
+		}
+		writeJSON(w, http.StatusOK, map[string]any{"result": map[string]any{"content": blocks}})
 		return
 	}
 	writeJSON(w, http.StatusOK, struct {

@@ -28,6 +28,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/toolhost/toolhost/host"
+	"github.com/toolhost/toolhost/host/content"
 	"github.com/toolhost/toolhost/host/toolerr"
 )
 
@@ -237,7 +238,16 @@ func errorResult(err error) *mcp.CallToolResult {
 // structuredContent when it is an object (the only shape the spec allows
 // there). A JSON string result is a plugin's plain-text output: it goes out
 // unquoted, as the text the plugin wrote.
+//
+// A result in the multi-block envelope (package content) becomes those
+// content blocks instead; a malformed envelope is the plugin's error.
 func successResult(res json.RawMessage) *mcp.CallToolResult {
+	if blocks, ok, err := content.Parse(res); ok {
+		if err != nil {
+			return errorResult(err)
+		}
+		return &mcp.CallToolResult{Content: mcpContent(blocks)}
+	}
 	res = bytes.TrimSpace(res)
 	text := string(res)
 	if len(res) > 0 && res[0] == '"' {

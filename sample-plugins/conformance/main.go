@@ -35,3 +35,43 @@ func main() {}
 func jsonSchema202012Tool() int32 {
 	return guest.Succeed("ok")
 }
+
+// The multi-block tools answer with the toolhost_content envelope
+// (docs/plugin-authoring.md, "Several content blocks").
+
+// redPixelPNG is a 1×1 red PNG; silentWAV is 8 samples of 8-bit mono
+// silence at 8 kHz: the smallest real files of their kinds.
+const (
+	redPixelPNG = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8DwHwAFBQIAX8jx0gAAAABJRU5ErkJggg=="
+	silentWAV   = "UklGRiwAAABXQVZFZm10IBAAAAABAAEAQB8AAEAfAAABAAgAZGF0YQgAAACAgICAgICAgA=="
+)
+
+type block = map[string]any
+
+func blocks(bs ...block) int32 {
+	return guest.Succeed(map[string][]block{"toolhost_content": bs})
+}
+
+var (
+	imageBlock    = block{"type": "image", "data": redPixelPNG, "mimeType": "image/png"}
+	resourceBlock = block{"type": "resource", "resource": block{
+		"uri": "test://embedded-resource", "mimeType": "text/plain",
+		"text": "This is an embedded resource content.",
+	}}
+)
+
+//go:wasmexport test_image_content
+func testImageContent() int32 { return blocks(imageBlock) }
+
+//go:wasmexport test_audio_content
+func testAudioContent() int32 {
+	return blocks(block{"type": "audio", "data": silentWAV, "mimeType": "audio/wav"})
+}
+
+//go:wasmexport test_embedded_resource
+func testEmbeddedResource() int32 { return blocks(resourceBlock) }
+
+//go:wasmexport test_multiple_content_types
+func testMultipleContentTypes() int32 {
+	return blocks(block{"type": "text", "text": "Multiple content types test:"}, imageBlock, resourceBlock)
+}
