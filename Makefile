@@ -65,7 +65,6 @@ bench: plugins
 	@$(GO) test -v -run '^$$' -bench . -benchmem -benchtime $(BENCHTIME) -count $(BENCHCOUNT) -timeout 20m ./test/bench/ > build/bench.txt; \
 	  status=$$?; awk -f scripts/benchfmt.awk build/bench.txt; exit $$status
 
-# Every fuzz target, FUZZTIME each (make fuzz FUZZTIME=10m for long runs).
 # The official MCP conformance suite (0.1.16 and 0.2.0-alpha, pinned in
 # test/conformance/package-lock.json with the Node 22 it needs) against a
 # real serve with the signed fixture plugin; expected failures, each with a
@@ -74,12 +73,9 @@ conformance:
 	cd test/conformance && npm ci --ignore-scripts --no-audit --no-fund --loglevel=error
 	TOOLHOST_CONFORMANCE=1 $(GO) test -count=1 -timeout 20m -v -run TestConformance ./test/conformance
 
+# Every fuzz target, FUZZTIME each (make fuzz FUZZTIME=10m for long runs).
 fuzz:
-	@set -e; for pkg in $$($(GO) list ./...); do \
-	  for f in $$($(GO) test -list '^Fuzz' $$pkg | grep '^Fuzz'); do \
-	    echo "fuzz $$pkg $$f"; $(GO) test -run '^$$' -fuzz "^$$f$$" -fuzztime $(FUZZTIME) -fuzzminimizetime 2s $$pkg >/dev/null; \
-	  done; \
-	done
+	GO=$(GO) FUZZTIME=$(FUZZTIME) ./scripts/fuzz.sh
 
 clean:
 	rm -rf build
