@@ -10,6 +10,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/toolhost/toolhost/host/content"
 	"github.com/toolhost/toolhost/host/govern"
 	"github.com/toolhost/toolhost/host/toolerr"
 )
@@ -100,7 +101,7 @@ func (s *Server) callGoverned(ctx context.Context, req *mcp.CallToolRequest) (*m
 	}
 	if !canElicit(req.Session) {
 		res, err := s.b.Call(ctx, p.Name, p.Arguments)
-		return answer(res, err), nil
+		return s.answer(ctx, req, res, err), nil
 	}
 	// The call runs on a context that the request's end cancels only until
 	// the call is parked.
@@ -142,7 +143,7 @@ func (s *Server) callGoverned(ctx context.Context, req *mcp.CallToolRequest) (*m
 		if parked.Load() {
 			s.parked.take(pc.id)
 		}
-		return answer(pc.res, pc.err), nil
+		return s.answer(ctx, req, pc.res, pc.err), nil
 	case pend := <-asks:
 		go func() {
 			<-pc.done
@@ -177,11 +178,11 @@ func (s *Server) resume(ctx context.Context, req *mcp.CallToolRequest) (*mcp.Cal
 	}
 	select {
 	case <-pc.done:
-		return answer(pc.res, pc.err), nil
+		return s.answer(ctx, req, pc.res, pc.err), nil
 	case <-ctx.Done():
 		pc.cancel()
 		<-pc.done
-		return answer(pc.res, pc.err), nil
+		return s.answer(ctx, req, pc.res, pc.err), nil
 	}
 }
 
@@ -219,9 +220,20 @@ func elicitAnswer(r *mcp.ElicitResult) govern.Answer {
 	return govern.Answer{Reason: "the user dismissed the approval request"}
 }
 
-func answer(res []byte, err error) *mcp.CallToolResult {
-	if err != nil {
+// answer converts a call's outcome to its result, and logs it to the
+// session (logEnd).
+func (s *Server) answer(ctx context.Context, req *mcp.CallToolRequest, res []byte, err error) *mcp.CallToolResult {
+	var blocks []content.Block
+	isEnvelope := false
+	if err == nil {
+		blocks, isEnvelope, err = content.Parse(res)
+	}
+	s.logEnd(ctx, req, err)
+	switch {
+	case err != nil:
 		return errorResult(err)
+	case isEnvelope:
+		return &mcp.CallToolResult{Content: mcpContent(blocks)}
 	}
 	return successResult(res)
 }

@@ -28,7 +28,6 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/toolhost/toolhost/host"
-	"github.com/toolhost/toolhost/host/content"
 	"github.com/toolhost/toolhost/host/toolerr"
 )
 
@@ -62,6 +61,7 @@ type Server struct {
 	served map[string]string
 
 	progressEvery time.Duration // heartbeat interval; tests shorten it
+	logs          logLimiter    // bounds log notifications per session
 
 	stop      chan struct{}
 	done      chan struct{}
@@ -94,6 +94,8 @@ func New(b Backend, version string, opts ...Option) *Server {
 		Capabilities: &mcp.ServerCapabilities{
 			Tools:   &mcp.ToolCapabilities{ListChanged: true},
 			Prompts: &mcp.PromptCapabilities{},
+			// The host's own lines about calls (logging.go).
+			Logging: &mcp.LoggingCapabilities{},
 		},
 	})
 	changed := s.sync()
@@ -218,6 +220,7 @@ func (s *Server) callTool(ctx context.Context, req *mcp.CallToolRequest) (*mcp.C
 		stop := heartbeat(ctx, req.Session, tok, s.progressEvery)
 		defer stop()
 	}
+	ctx = s.logStart(ctx, req)
 	return s.callGoverned(ctx, req)
 }
 
@@ -238,16 +241,9 @@ func errorResult(err error) *mcp.CallToolResult {
 // structuredContent when it is an object (the only shape the spec allows
 // there). A JSON string result is a plugin's plain-text output: it goes out
 // unquoted, as the text the plugin wrote.
-//
-// A result in the multi-block envelope (package content) becomes those
-// content blocks instead; a malformed envelope is the plugin's error.
+// (A result in the multi-block envelope never gets here: answer turns it
+// into its content blocks.)
 func successResult(res json.RawMessage) *mcp.CallToolResult {
-	if blocks, ok, err := content.Parse(res); ok {
-		if err != nil {
-			return errorResult(err)
-		}
-		return &mcp.CallToolResult{Content: mcpContent(blocks)}
-	}
 	res = bytes.TrimSpace(res)
 	text := string(res)
 	if len(res) > 0 && res[0] == '"' {

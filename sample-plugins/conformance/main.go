@@ -7,6 +7,8 @@ import (
 	"errors"
 	"time"
 
+	"github.com/extism/go-pdk"
+
 	"github.com/toolhost/toolhost/sample-plugins/internal/guest"
 )
 
@@ -74,4 +76,17 @@ func testEmbeddedResource() int32 { return blocks(resourceBlock) }
 //go:wasmexport test_multiple_content_types
 func testMultipleContentTypes() int32 {
 	return blocks(block{"type": "text", "text": "Multiple content types test:"}, imageBlock, resourceBlock)
+}
+
+// testToolWithLogging writes the three log lines the scenario asks for,
+// 50 ms apart, through the Extism log functions.
+//
+//go:wasmexport test_tool_with_logging
+func testToolWithLogging() int32 {
+	pdk.Log(pdk.LogInfo, "Tool execution started")
+	time.Sleep(50 * time.Millisecond)
+	pdk.Log(pdk.LogInfo, "Tool processing data")
+	time.Sleep(50 * time.Millisecond)
+	pdk.Log(pdk.LogInfo, "Tool execution completed")
+	return guest.Succeed("Logging test completed")
 }
