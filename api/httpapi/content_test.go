@@ -5,6 +5,9 @@ import (
 	"encoding/json"
 	"strings"
 	"testing"
+
+	"github.com/toolhost/toolhost/host"
+	"github.com/toolhost/toolhost/internal/testplugins"
 )
 
 // A result in the toolhost_content envelope comes out of POST
@@ -38,5 +41,39 @@ func TestCallEnvelopeResult(t *testing.T) {
 	r = do(t, srv, "POST", "/v1/tools/echo/call", `{}`, "")
 	if r.status != 200 || strings.TrimSpace(string(r.body)) != `{"result":{"toolhost_content_note":"an ordinary key"}}` {
 		t.Errorf("ordinary result: status %d body %s", r.status, r.body)
+	}
+}
+
+// The conformance fixture's multi-block tools, run by the real runtime
+// (extism/wazero) and answered over real HTTP.
+func TestCallEnvelopeRealPlugin(t *testing.T) {
+	h := newHostWith(t, host.Options{}, testplugins.Bundle(t, "conformance"))
+	_, srv := serve(t, h, Options{})
+	r := do(t, srv, "POST", "/v1/tools/test_multiple_content_types/call", `{}`, "")
+	var got struct {
+		Result struct {
+			Content []struct {
+				Type     string `json:"type"`
+				Text     string `json:"text"`
+				Data     []byte `json:"data"`
+				MIMEType string `json:"mimeType"`
+				Resource *struct {
+					URI, MIMEType, Text string
+				} `json:"resource"`
+			} `json:"content"`
+		} `json:"result"`
+	}
+	if r.status != 200 || json.Unmarshal(r.body, &got) != nil {
+		t.Fatalf("status %d body %s", r.status, r.body)
+	}
+	c := got.Result.Content
+	if len(c) != 3 || c[0].Type != "text" || c[0].Text == "" ||
+		c[1].Type != "image" || c[1].MIMEType != "image/png" || !strings.HasPrefix(string(c[1].Data), "\x89PNG") ||
+		c[2].Type != "resource" || c[2].Resource == nil || c[2].Resource.URI != "test://embedded-resource" || c[2].Resource.Text == "" {
+		t.Errorf("content = %s; want text, a PNG image and an embedded text resource", r.body)
+	}
+	r = do(t, srv, "POST", "/v1/tools/test_simple_text/call", `{}`, "")
+	if r.status != 200 || strings.TrimSpace(string(r.body)) != `{"result":"This is a simple text response for testing."}` {
+		t.Errorf("an ordinary result changed: %d %s", r.status, r.body)
 	}
 }
