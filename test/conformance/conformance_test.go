@@ -12,6 +12,7 @@ package conformance
 import (
 	"bufio"
 	"bytes"
+	"fmt"
 	"net/http/httptest"
 	"net/http/httputil"
 	"net/url"
@@ -62,14 +63,28 @@ func TestConformance(t *testing.T) {
 			args := append([]string{filepath.Join(here, "node_modules", r.suite, "dist", "index.js"),
 				"server", "--url", endpoint, "-o", out,
 				"--expected-failures", filepath.Join(here, "baseline-"+r.name+".yaml")}, r.args...)
-			cmd := exec.Command(node, args...)
-			var buf bytes.Buffer
-			cmd.Stdout, cmd.Stderr = &buf, &buf
-			start := time.Now()
-			err := cmd.Run()
-			t.Logf("%s in %v:\n%s", r.name, time.Since(start).Round(time.Second), summary(buf.String()))
-			if err != nil {
-				t.Errorf("conformance %s failed (%v): a scenario failed that is not in baseline-%s.yaml, or one in it now passes (then remove it). Full output:\n%s", r.name, err, r.name, buf.String())
+			// The suite is an external alpha and the machine is shared: a run
+			// that fails is run once more, and only two failures in a row fail
+			// the test. The first failure's output stays in the log, so a
+			// flaky scenario is seen, not hidden.
+			var failures []string
+			for attempt := 1; attempt <= 2; attempt++ {
+				cmd := exec.Command(node, args...)
+				var buf bytes.Buffer
+				cmd.Stdout, cmd.Stderr = &buf, &buf
+				start := time.Now()
+				err := cmd.Run()
+				t.Logf("%s (attempt %d) in %v:\n%s", r.name, attempt, time.Since(start).Round(time.Second), summary(buf.String()))
+				if err == nil {
+					break
+				}
+				failures = append(failures, fmt.Sprintf("attempt %d: %v\n%s", attempt, err, buf.String()))
+			}
+			switch len(failures) {
+			case 1:
+				t.Logf("conformance %s passed on its second attempt; the first failed:\n%s", r.name, failures[0])
+			case 2:
+				t.Errorf("conformance %s failed twice: a scenario failed that is not in baseline-%s.yaml, or one in it now passes (then remove it). Full output:\n%s", r.name, r.name, strings.Join(failures, "\n"))
 			}
 		})
 	}
