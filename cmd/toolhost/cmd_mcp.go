@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"log/slog"
 	"path/filepath"
@@ -11,7 +10,6 @@ import (
 
 	"github.com/toolhost/toolhost/api/control"
 	"github.com/toolhost/toolhost/api/mcpserver"
-	"github.com/toolhost/toolhost/host"
 )
 
 func newMCPCmd(g *globalOptions) *cobra.Command {
@@ -42,7 +40,7 @@ the other CLI commands while it runs). Logs go to stderr.`,
 					return err
 				}
 				defer closeHost()
-				backend = stdioEntry{local.H}
+				backend = local.H
 			}
 			srv := mcpserver.New(backend, version, mcpserver.WithLogger(g.logger))
 			defer srv.Close()
@@ -67,11 +65,3 @@ type stdoutCloser struct{ g *globalOptions }
 
 func (s stdoutCloser) Write(p []byte) (int, error) { return s.g.stdout.Write(p) }
 func (stdoutCloser) Close() error                  { return nil }
-
-// stdioEntry labels the calls of a standalone `toolhost mcp` as mcp-stdio
-// (an attached one's control.Backend does the same).
-type stdioEntry struct{ *host.Host }
-
-func (s stdioEntry) Call(ctx context.Context, tool string, args []byte) (json.RawMessage, error) {
-	return s.Host.Call(host.WithEntry(ctx, host.EntryMCPStdio), tool, args)
-}
