@@ -26,6 +26,16 @@ type HTTPOptions struct {
 	// request from its client; 0 keeps sessions until the client deletes
 	// them or the process ends. (2026-07-28 has no sessions.)
 	SessionTimeout time.Duration
+	// ResumeBytes bounds the memory that keeps 2025-11-25 call streams
+	// for resumption (eventstore.go): a client whose SSE connection drops
+	// GETs the stream again with Last-Event-ID and receives the rest of
+	// the call. 0 means 32 MiB; negative turns resumption off.
+	ResumeBytes int64
+	// ResumeKeep is how long a call's stream stays resumable after its
+	// answer was sent; 0 means 2 minutes.
+	ResumeKeep time.Duration
+
+	events *eventStore // tests: the store to use, to watch what it holds
 }
 
 // The first protocol revision without sessions (SEP-2575): every request
@@ -49,6 +59,10 @@ const statelessRevision = "2026-07-28"
 // protocol version in _meta, goes to the stateless one; the rest
 // (initialize) opens a session. Both serve the same tools.
 //
+// A 2025-11-25 call's stream is resumable (eventstore.go): its events carry
+// ids, and a GET with Last-Event-ID replays what the client missed and
+// goes on with the call. 2026-07-28 has no resumption.
+//
 // Streams that live as long as their client (the GET stream,
 // subscriptions/listen) have the connection's write deadline lifted: an
 // http.Server WriteTimeout would otherwise cut them, and a notification
@@ -59,12 +73,19 @@ func (s *Server) Handler(opts HTTPOptions) http.Handler {
 		opts.MaxBodyBytes = 1 << 20
 	}
 	server := func(*http.Request) *mcp.Server { return s.mcp }
-	stateful := mcp.NewStreamableHTTPHandler(server, &mcp.StreamableHTTPOptions{
+	statefulOpts := &mcp.StreamableHTTPOptions{
 		Logger:                     s.log,
 		DisableLocalhostProtection: opts.HostChecked,
 		MaxRequestBodyBytes:        opts.MaxBodyBytes,
 		SessionTimeout:             opts.SessionTimeout,
-	})
+	}
+	switch {
+	case opts.events != nil:
+		statefulOpts.EventStore = opts.events
+	case opts.ResumeBytes >= 0:
+		statefulOpts.EventStore = newEventStore(opts.ResumeBytes, opts.ResumeKeep)
+	}
+	stateful := mcp.NewStreamableHTTPHandler(server, statefulOpts)
 	stateless := mcp.NewStreamableHTTPHandler(server, &mcp.StreamableHTTPOptions{
 		Stateless:                    true,
 		Logger:                       s.log,
@@ -75,6 +96,8 @@ func (s *Server) Handler(opts HTTPOptions) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		r = r.WithContext(host.WithEntry(r.Context(), host.EntryMCPHTTP))
 		if r.Method != http.MethodPost || r.Header.Get("Mcp-Session-Id") != "" {
+			// A GET is the session's stream or a resumed call stream: both
+			// wait as long as their call.
 			if r.Method == http.MethodGet {
 				liftWriteDeadline(w)
 			}

@@ -13,19 +13,28 @@ import (
 // response with its body read.
 func postMCP(t *testing.T, url string, header http.Header, body string) (*http.Response, string) {
 	t.Helper()
-	req, _ := http.NewRequest(http.MethodPost, url, strings.NewReader(body))
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("Accept", "application/json, text/event-stream")
-	for k, v := range header {
-		req.Header[k] = v
-	}
-	resp, err := http.DefaultClient.Do(req)
+	resp, err := http.DefaultClient.Do(mcpRequest(http.MethodPost, url, header, body))
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer resp.Body.Close()
 	b, _ := io.ReadAll(resp.Body)
 	return resp, string(b)
+}
+
+// mcpRequest is a request to an MCP endpoint as a client sends it; an
+// empty body sends none.
+func mcpRequest(method, url string, header http.Header, body string) *http.Request {
+	req, _ := http.NewRequest(method, url, strings.NewReader(body))
+	if body == "" {
+		req.Body = nil
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	for k, v := range header {
+		req.Header[k] = v
+	}
+	return req
 }
 
 const legacyInitialize = `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"raw","version":"0"}}}`
