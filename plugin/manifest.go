@@ -280,6 +280,9 @@ func (m *Manifest) validate() error {
 		if _, err := CompileSchema(t.Parameters); err != nil {
 			return invalid("tools[%d] (%s).parameters: %v", i, t.Name, err)
 		}
+		if err := checkMCPHeaders(t.Parameters); err != nil {
+			return invalid("tools[%d] (%s).parameters: %v", i, t.Name, err)
+		}
 		if t.OutputSchema != nil {
 			if _, err := CompileSchema(t.OutputSchema); err != nil {
 				return invalid("tools[%d] (%s).output_schema: %v", i, t.Name, err)

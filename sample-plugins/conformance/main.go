@@ -33,6 +33,22 @@ func testToolWithProgress() int32 {
 
 func main() {}
 
+// testHeaderParam echoes its region argument. Its schema marks region with
+// x-mcp-header (SEP-2243): a 2026-07-28 client mirrors the value into the
+// Mcp-Param-Region header, and the server refuses a call whose header is
+// missing or does not match the body before the plugin runs.
+//
+//go:wasmexport test_header_param
+func testHeaderParam() int32 {
+	var args struct {
+		Region string `json:"region"`
+	}
+	if err := guest.DecodeArgs(pdk.Input(), &args); err != nil {
+		return guest.Fail(err)
+	}
+	return guest.Succeed("region: " + guest.Clip(args.Region))
+}
+
 //go:wasmexport json_schema_2020_12_tool
 func jsonSchema202012Tool() int32 {
 	return guest.Succeed("ok")
