@@ -7,8 +7,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/modelcontextprotocol/go-sdk/mcp"
-
 	"github.com/toolhost/toolhost/host"
 	"github.com/toolhost/toolhost/internal/testplugins"
 )
@@ -23,12 +21,7 @@ func TestMCPParamHeaders(t *testing.T) {
 	h := newHostWith(t, host.Options{}, testplugins.Bundle(t, "conformance"))
 	_, srv := serve(t, h, Options{})
 
-	client := mcp.NewClient(&mcp.Implementation{Name: "header-test", Version: "0"}, nil)
-	cs, err := client.Connect(context.Background(), &mcp.StreamableClientTransport{Endpoint: srv.URL + "/mcp", HTTPClient: &http.Client{Transport: bearer{testToken, srv.Client().Transport}}}, &mcp.ClientSessionOptions{ProtocolVersion: "2026-07-28"})
-	if err != nil {
-		t.Fatalf("MCP connect: %v", err)
-	}
-	t.Cleanup(func() { cs.Close() })
+	cs := connectMCPAt(t, srv, bearer{testToken, srv.Client().Transport}, "2026-07-28", nil)
 	if _, err := cs.ListTools(context.Background(), nil); err != nil { // the client learns the annotation here
 		t.Fatal(err)
 	}

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"io"
 	"net/http"
+	"net/http/httptest"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -81,6 +82,20 @@ func (b *cutBody) Read(p []byte) (int, error) {
 
 func (b *cutBody) Close() error { return b.rc.Close() }
 
+// connectMCPAt connects the go-sdk client to /mcp at a protocol revision,
+// through rt (which must add the token), with client retries as the SDK
+// sets them by default.
+func connectMCPAt(t *testing.T, srv *httptest.Server, rt http.RoundTripper, version string, opts *mcp.ClientOptions) *mcp.ClientSession {
+	t.Helper()
+	client := mcp.NewClient(&mcp.Implementation{Name: "httpapi-test", Version: "0"}, opts)
+	cs, err := client.Connect(context.Background(), &mcp.StreamableClientTransport{Endpoint: srv.URL + "/mcp", HTTPClient: &http.Client{Transport: rt}}, &mcp.ClientSessionOptions{ProtocolVersion: version})
+	if err != nil {
+		t.Fatalf("MCP connect at %s: %v", version, err)
+	}
+	t.Cleanup(func() { cs.Close() })
+	return cs
+}
+
 // A long call of the real runtime (the conformance fixture's
 // test_tool_with_progress runs 2.5 s in wasm) survives a dropped SSE
 // connection: the go-sdk client reconnects with Last-Event-ID, and the
@@ -90,14 +105,9 @@ func TestMCPCallSurvivesDroppedStream(t *testing.T) {
 	_, srv := serve(t, h, Options{})
 	c := &cutter{next: bearer{testToken, srv.Client().Transport}}
 	var progress atomic.Int32
-	client := mcp.NewClient(&mcp.Implementation{Name: "resume-test", Version: "0"}, &mcp.ClientOptions{
+	cs := connectMCPAt(t, srv, c, "2025-11-25", &mcp.ClientOptions{
 		ProgressNotificationHandler: func(context.Context, *mcp.ProgressNotificationClientRequest) { progress.Add(1) },
 	})
-	cs, err := client.Connect(context.Background(), &mcp.StreamableClientTransport{Endpoint: srv.URL + "/mcp", HTTPClient: &http.Client{Transport: c}}, &mcp.ClientSessionOptions{ProtocolVersion: "2025-11-25"})
-	if err != nil {
-		t.Fatalf("MCP connect: %v", err)
-	}
-	t.Cleanup(func() { cs.Close() })
 
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()

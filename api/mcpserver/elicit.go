@@ -1,33 +1,47 @@
 package mcpserver
 
 import (
+	"bytes"
 	"context"
+	"crypto/rand"
+	"encoding/base64"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"reflect"
 	"sync"
 	"sync/atomic"
 	"time"
 
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/toolhost/toolhost/host/content"
 	"github.com/toolhost/toolhost/host/govern"
-	"github.com/toolhost/toolhost/host/toolerr"
 )
 
-// Approval through elicitation. MCP (2026-07-28, SEP-2322) forbids a server
-// to send elicitation/create while it serves a request; the handler answers
-// with an input request instead, and the client retries the call with the
-// user's answer. For older clients the SDK does that round trip itself
-// (elicits, then calls the handler again with the answer), so one path
-// serves both.
+// Approval through elicitation. MCP (2026-07-28, SEP-2322 "multi round-trip
+// requests") forbids a server to send elicitation/create while it serves a
+// request; the handler answers with an input-required result instead, and
+// the client retries the call with the user's answer. For older clients the
+// SDK does that round trip itself (elicits, then calls the handler again
+// with the answer), so one path serves both revisions.
 //
 // The first invocation starts the call. When the host's Governor asks for
 // approval, the call is parked (detached from this request) and the handler
-// answers with an approval form; the parked call keeps waiting in the
-// host's approvals, where an operator or the timeout can still decide. The
-// retry carries the form's answer: it is handed to the parked call, whose
-// result the retry returns.
+// answers with an approval form under the key "approval" and a requestState:
+// a fresh 128-bit random token that names the parked call. The parked call
+// keeps waiting in the host's approvals, where an operator or the timeout
+// can still decide. The retry carries the form's answer: it is handed to
+// the parked call, whose result the retry returns.
+//
+// The requestState is the only way to answer through MCP, so it is checked
+// before anything else: a state this server did not issue (tampered,
+// expired, already used), one from another 2025-11-25 session, or one sent
+// with another tool name or other arguments than the parked call's gets a
+// JSON-RPC invalid-params error and leaves the parked call to its caller. A
+// retry without an answer for "approval" gets the same form again (SEP-2322
+// asks to re-request missing input, not to fail).
 
 // maxParked bounds the calls one server keeps parked for an answer.
 const maxParked = 64
@@ -35,6 +49,9 @@ const maxParked = 64
 // parkedKeep is how long a parked call's result is kept for a retry that
 // has not come.
 const parkedKeep = 2 * time.Minute
+
+// approvalKey names the approval form in inputRequests and inputResponses.
+const approvalKey = "approval"
 
 // approvalForm is the elicitation form: the message names the tool and its
 // arguments; the user approves or not, and may say why.
@@ -48,9 +65,11 @@ var approvalForm = map[string]any{
 }
 
 type parkedCall struct {
-	id      string // set before the call is marked parked
+	state   string // the requestState that names it; set before the call is marked parked
+	ask     *mcp.ElicitParams
 	session *mcp.ServerSession
 	tool    string
+	args    json.RawMessage
 	answer  chan govern.Answer // buffered 1
 	cancel  context.CancelFunc
 	done    chan struct{}
@@ -60,7 +79,7 @@ type parkedCall struct {
 
 type parking struct {
 	mu    sync.Mutex
-	calls map[string]*parkedCall // by approval ID
+	calls map[string]*parkedCall // by requestState
 }
 
 func (p *parking) add(id string, c *parkedCall) bool {
@@ -82,6 +101,26 @@ func (p *parking) take(id string) *parkedCall {
 	c := p.calls[id]
 	delete(p.calls, id)
 	return c
+}
+
+// takeIf removes and returns the call parked under state when ok accepts
+// it; a call ok refuses stays parked for its own caller.
+func (p *parking) takeIf(state string, ok func(*parkedCall) bool) *parkedCall {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	c := p.calls[state]
+	if c == nil || !ok(c) {
+		return nil
+	}
+	delete(p.calls, state)
+	return c
+}
+
+// newRequestState returns an unguessable token for a parked call.
+func newRequestState() string {
+	var b [16]byte
+	_, _ = rand.Read(b[:])
+	return base64.RawURLEncoding.EncodeToString(b[:])
 }
 
 func canElicit(ss *mcp.ServerSession) bool {
@@ -106,16 +145,21 @@ func (s *Server) callGoverned(ctx context.Context, req *mcp.CallToolRequest) (*m
 	// The call runs on a context that the request's end cancels only until
 	// the call is parked.
 	callCtx, cancel := context.WithCancel(context.WithoutCancel(ctx))
-	pc := &parkedCall{session: req.Session, tool: p.Name, answer: make(chan govern.Answer, 1), cancel: cancel, done: make(chan struct{})}
+	pc := &parkedCall{session: req.Session, tool: p.Name, args: bytes.Clone(p.Arguments), answer: make(chan govern.Answer, 1), cancel: cancel, done: make(chan struct{})}
 	var parked atomic.Bool
-	asks := make(chan govern.Pending, 1)
+	asks := make(chan struct{}, 1)
 	elicit := func(ectx context.Context, pend govern.Pending) (govern.Answer, error) {
-		if !s.parked.add(pend.ID, pc) {
+		pc.state = newRequestState()
+		pc.ask = &mcp.ElicitParams{
+			Mode:            "form",
+			Message:         fmt.Sprintf("toolhost needs your approval to run the tool %s (plugin %s) with the arguments %s", pend.Tool, pend.Plugin, pend.Arguments),
+			RequestedSchema: approvalForm,
+		}
+		if !s.parked.add(pc.state, pc) {
 			return govern.Answer{}, errors.New("too many calls wait for their client's answer")
 		}
-		pc.id = pend.ID
 		parked.Store(true)
-		asks <- pend
+		asks <- struct{}{}
 		select {
 		case a := <-pc.answer:
 			return a, nil
@@ -141,39 +185,48 @@ func (s *Server) callGoverned(ctx context.Context, req *mcp.CallToolRequest) (*m
 		// Decided (by an operator) before the client was asked.
 		cancel()
 		if parked.Load() {
-			s.parked.take(pc.id)
+			s.parked.take(pc.state)
 		}
 		return s.answer(ctx, req, pc.res, pc.err), nil
-	case pend := <-asks:
+	case <-asks:
 		go func() {
 			<-pc.done
 			cancel()
-			time.AfterFunc(parkedKeep, func() { s.parked.take(pend.ID) })
+			time.AfterFunc(parkedKeep, func() { s.parked.take(pc.state) })
 		}()
-		return &mcp.CallToolResult{
-			InputRequests: mcp.InputRequestMap{pend.ID: &mcp.ElicitParams{
-				Mode:            "form",
-				Message:         fmt.Sprintf("toolhost needs your approval to run the tool %s (plugin %s) with the arguments %s", pend.Tool, pend.Plugin, pend.Arguments),
-				RequestedSchema: approvalForm,
-			}},
-			RequestState: pend.ID,
-		}, nil
+		return inputRequired(pc), nil
 	}
+}
+
+// inputRequired is the answer that asks the client for approval.
+func inputRequired(pc *parkedCall) *mcp.CallToolResult {
+	return &mcp.CallToolResult{InputRequests: mcp.InputRequestMap{approvalKey: pc.ask}, RequestState: pc.state}
 }
 
 // resume hands the user's answer to the parked call and returns its result.
 func (s *Server) resume(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 	p := req.Params
-	pc := s.parked.take(p.RequestState)
-	if pc == nil || !sameSession(pc.session, req.Session) || pc.tool != p.Name {
-		return errorResult(toolerr.Errorf(toolerr.CodeDenied, "this approval request is unknown or expired (it was decided, timed out or belongs to another session); call %s again", p.Name)), nil
+	answer, answered := p.InputResponses[approvalKey].(*mcp.ElicitResult)
+	var again *mcp.CallToolResult
+	pc := s.parked.takeIf(p.RequestState, func(pc *parkedCall) bool {
+		if !sameSession(pc.session, req.Session) || pc.tool != p.Name || !sameArguments(pc.args, p.Arguments) {
+			return false
+		}
+		if !answered {
+			again = inputRequired(pc) // stays parked
+			return false
+		}
+		return true
+	})
+	if again != nil {
+		return again, nil
 	}
-	a := govern.Answer{Reason: "the client did not answer the approval request"}
-	if r, ok := p.InputResponses[p.RequestState].(*mcp.ElicitResult); ok {
-		a = elicitAnswer(r)
+	if pc == nil {
+		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: fmt.Sprintf(
+			"requestState is not one this server issued for this call of %s: it was altered, has expired or been used, belongs to another session, or came with other arguments; call %s again without requestState", p.Name, p.Name)}
 	}
 	select {
-	case pc.answer <- a:
+	case pc.answer <- elicitAnswer(answer):
 	default:
 	}
 	select {
@@ -184,6 +237,25 @@ func (s *Server) resume(ctx context.Context, req *mcp.CallToolRequest) (*mcp.Cal
 		<-pc.done
 		return s.answer(ctx, req, pc.res, pc.err), nil
 	}
+}
+
+// sameArguments reports whether two argument objects are equal as JSON values
+// (a client may re-encode them for the retry); absent counts as {}.
+func sameArguments(a, b json.RawMessage) bool {
+	if bytes.Equal(a, b) {
+		return true
+	}
+	var va, vb any
+	if len(bytes.TrimSpace(a)) == 0 {
+		a = json.RawMessage(`{}`)
+	}
+	if len(bytes.TrimSpace(b)) == 0 {
+		b = json.RawMessage(`{}`)
+	}
+	if json.Unmarshal(a, &va) != nil || json.Unmarshal(b, &vb) != nil {
+		return false
+	}
+	return reflect.DeepEqual(va, vb)
 }
 
 // sameSession reports whether a retry comes from the session that made the

@@ -33,6 +33,15 @@ func testToolWithProgress() int32 {
 
 func main() {}
 
+// testApprovedAction backs the tools whose manifest says needs_approval:
+// the host asks the client's user before it runs (over 2026-07-28 as an
+// input-required result, SEP-2322), so it only runs once approved.
+//
+//go:wasmexport test_approved_action
+func testApprovedAction() int32 {
+	return guest.Succeed("approved: the action ran")
+}
+
 // testHeaderParam echoes its region argument. Its schema marks region with
 // x-mcp-header (SEP-2243): a 2026-07-28 client mirrors the value into the
 // Mcp-Param-Region header, and the server refuses a call whose header is

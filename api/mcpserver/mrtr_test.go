@@ -1,0 +1,158 @@
+package mcpserver
+
+import (
+	"context"
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/toolhost/toolhost/host/govern"
+)
+
+// Host approvals reach the go-sdk's own client over HTTP in both protocol
+// eras: on 2025-11-25 as a server-initiated elicitation, on 2026-07-28 as an
+// input-required result (SEP-2322) that the client answers by retrying.
+// The user's answer decides the call.
+func TestApprovalOverHTTPBothRevisions(t *testing.T) {
+	approvals := &govern.Approvals{Timeout: time.Minute}
+	b := &askingBackend{fakeBackend: newFake(tool("delete_note", `{"type":"object"}`)), approvals: approvals}
+	s := New(b, "1")
+	defer s.Close()
+	srv := httptest.NewServer(s.Handler(HTTPOptions{}))
+	defer srv.Close()
+	defer s.CloseSessions()
+
+	for _, version := range []string{"2025-11-25", statelessRevision} {
+		t.Run(version, func(t *testing.T) {
+			var asked []string
+			opts := &mcp.ClientOptions{ElicitationHandler: func(_ context.Context, req *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
+				asked = append(asked, req.Params.Message)
+				approve := strings.Contains(req.Params.Message, `"id":"1"`)
+				return &mcp.ElicitResult{Action: "accept", Content: map[string]any{"approve": approve, "reason": "checked"}}, nil
+			}}
+			cs := connectAt(t, s, srv.URL, version, opts)
+			for _, tc := range []struct{ id, want string }{
+				{"1", `{"approved":true,"by":"mcp-client","reason":"checked"}`},
+				{"2", `{"approved":false,"by":"mcp-client","reason":"checked"}`},
+			} {
+				res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "delete_note", Arguments: map[string]any{"id": tc.id}})
+				if err != nil {
+					t.Fatal(err)
+				}
+				if got := textOf(res); got != tc.want {
+					t.Errorf("call id %s: %s, want %s", tc.id, got, tc.want)
+				}
+			}
+			if len(asked) != 2 || !strings.Contains(asked[0], "delete_note") || !strings.Contains(asked[0], `{"id":"1"}`) {
+				t.Errorf("the user was asked %q; want two prompts naming the tool and its arguments", asked)
+			}
+		})
+	}
+}
+
+// statelessCall sends one 2026-07-28 tools/call and returns the HTTP status
+// and the JSON-RPC response (from a JSON body or the SSE stream).
+func statelessCall(t *testing.T, url, tool string, params map[string]any) (int, map[string]any) {
+	t.Helper()
+	params["name"] = tool
+	params["_meta"] = map[string]any{
+		mcp.MetaKeyProtocolVersion:    statelessRevision,
+		mcp.MetaKeyClientInfo:         map[string]any{"name": "raw", "version": "0"},
+		mcp.MetaKeyClientCapabilities: map[string]any{"elicitation": map[string]any{}},
+	}
+	body, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": params})
+	h := http.Header{"Mcp-Protocol-Version": {statelessRevision}, "Mcp-Method": {"tools/call"}, "Mcp-Name": {tool}}
+	resp, err := http.DefaultClient.Do(mcpRequest(http.MethodPost, url, h, string(body)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	raw, _ := io.ReadAll(resp.Body)
+	text := string(raw)
+	if strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream") {
+		for _, line := range strings.Split(text, "\n") {
+			if d, ok := strings.CutPrefix(line, "data: "); ok && strings.Contains(d, `"id":1`) {
+				text = d
+			}
+		}
+	}
+	var msg map[string]any
+	if err := json.Unmarshal([]byte(text), &msg); err != nil {
+		t.Fatalf("response %d %q: %v", resp.StatusCode, raw, err)
+	}
+	return resp.StatusCode, msg
+}
+
+func resultOf(t *testing.T, msg map[string]any) map[string]any {
+	t.Helper()
+	r, ok := msg["result"].(map[string]any)
+	if !ok {
+		t.Fatalf("no result in %v", msg)
+	}
+	return r
+}
+
+// The requestState of an approval is checked: a state that was altered,
+// used already, or sent with another tool or other arguments is a JSON-RPC
+// invalid-params error (HTTP 400) and leaves the parked call waiting for
+// its own caller; a retry without an answer is asked again; the right
+// retry gets the call's result.
+func TestMRTRApprovalStateChecked(t *testing.T) {
+	approvals := &govern.Approvals{Timeout: time.Minute}
+	b := &askingBackend{fakeBackend: newFake(tool("delete_note", `{"type":"object"}`), tool("delete_all", `{"type":"object"}`)), approvals: approvals}
+	s := New(b, "1")
+	defer s.Close()
+	srv := httptest.NewServer(s.Handler(HTTPOptions{}))
+	defer srv.Close()
+
+	args := map[string]any{"id": "7"}
+	status, msg := statelessCall(t, srv.URL, "delete_note", map[string]any{"arguments": args})
+	first := resultOf(t, msg)
+	state, _ := first["requestState"].(string)
+	ask, _ := first["inputRequests"].(map[string]any)[approvalKey].(map[string]any)
+	if status != http.StatusOK || first["resultType"] != "input_required" || ask["method"] != "elicitation/create" || len(state) < 20 {
+		t.Fatalf("first call: %d %v; want an input_required result asking for approval with a requestState", status, msg)
+	}
+	approve := map[string]any{approvalKey: map[string]any{"action": "accept", "content": map[string]any{"approve": true}}}
+
+	refused := func(name, tool string, params map[string]any) {
+		t.Helper()
+		status, msg := statelessCall(t, srv.URL, tool, params)
+		e, _ := msg["error"].(map[string]any)
+		if status != http.StatusBadRequest || e["code"] != float64(-32602) || !strings.Contains(e["message"].(string), "requestState") {
+			t.Errorf("%s: %d %v; want 400 with -32602 naming requestState", name, status, msg)
+		}
+		if n := len(approvals.List()); n != 1 {
+			t.Errorf("%s: %d approvals pending, want the parked call still waiting", name, n)
+		}
+	}
+	refused("altered state", "delete_note", map[string]any{"arguments": args, "requestState": state + "-TAMPERED", "inputResponses": approve})
+	refused("state of another tool's call", "delete_all", map[string]any{"arguments": args, "requestState": state, "inputResponses": approve})
+	refused("other arguments", "delete_note", map[string]any{"arguments": map[string]any{"id": "8"}, "requestState": state, "inputResponses": approve})
+
+	_, msg = statelessCall(t, srv.URL, "delete_note", map[string]any{"arguments": args, "requestState": state, "inputResponses": map[string]any{"wrong_key": map[string]any{"action": "accept", "content": map[string]any{}}}})
+	if again := resultOf(t, msg); again["resultType"] != "input_required" || again["requestState"] != state {
+		t.Errorf("retry without an answer: %v; want the same approval asked again", msg)
+	}
+
+	_, msg = statelessCall(t, srv.URL, "delete_note", map[string]any{"arguments": map[string]any{"id": "7"}, "requestState": state, "inputResponses": approve})
+	done := resultOf(t, msg)
+	content, _ := done["content"].([]any)
+	if done["resultType"] != "complete" || len(content) != 1 || !strings.Contains(content[0].(map[string]any)["text"].(string), `"approved":true`) {
+		t.Errorf("answered retry: %v; want the approved call's result", msg)
+	}
+	refused = func(name, tool string, params map[string]any) {
+		t.Helper()
+		status, msg := statelessCall(t, srv.URL, tool, params)
+		if e, _ := msg["error"].(map[string]any); status != http.StatusBadRequest || e["code"] != float64(-32602) {
+			t.Errorf("%s: %d %v; want 400 with -32602", name, status, msg)
+		}
+	}
+	refused("state used twice", "delete_note", map[string]any{"arguments": args, "requestState": state, "inputResponses": approve})
+}
