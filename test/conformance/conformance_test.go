@@ -3,6 +3,7 @@
 // a real `toolhost serve` with the signed fixture plugin
 // sample-plugins/conformance installed. `make conformance` runs it; plain
 // `go test` skips it (it takes minutes and needs `npm ci` here).
+// TOOLHOST_CONFORMANCE_SCENARIO=NAME runs that one scenario of every run.
 //
 // The suite cannot send a bearer token, so the test puts a loopback proxy in
 // front of serve that adds it. The proxy forwards a foreign Host or Origin
@@ -63,6 +64,9 @@ func TestConformance(t *testing.T) {
 			args := append([]string{filepath.Join(here, "node_modules", r.suite, "dist", "index.js"),
 				"server", "--url", endpoint, "-o", out,
 				"--expected-failures", filepath.Join(here, "baseline-"+r.name+".yaml")}, r.args...)
+			if sc := os.Getenv("TOOLHOST_CONFORMANCE_SCENARIO"); sc != "" {
+				args = append(args, "--scenario", sc) // one scenario, to check a fix
+			}
 			// The suite is an external alpha and the machine is shared: a run
 			// that fails is run once more, and only two failures in a row fail
 			// the test. The first failure's output stays in the log, so a
