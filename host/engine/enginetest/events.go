@@ -146,3 +146,45 @@ func (s *suite) eventsUnasked(t *testing.T) {
 		t.Errorf("a sink at LogOff got no progress; it asked for it")
 	}
 }
+
+// quietSink wants everything and keeps nothing.
+type quietSink struct{ level engine.LogLevel }
+
+func (q quietSink) LogLevel() engine.LogLevel { return q.level }
+func (quietSink) Log(engine.LogLevel, string) {}
+func (quietSink) Progress(engine.Progress)    {}
+
+// BenchmarkEvents measures a call with and without an event sink, on an
+// export that reports nothing (count) and on one that logs three lines
+// and reports progress three times (events): what listening costs, and
+// that a call without a sink pays nothing for the feature.
+func BenchmarkEvents(b *testing.B, e engine.Engine) {
+	m, err := e.Compile(context.Background(), Spec("bench-events", plugin.Limits{}))
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer m.Close(context.Background())
+	for _, export := range []string{"count", "events"} {
+		for _, c := range []struct {
+			name string
+			sink engine.Events
+		}{
+			{"no-sink", nil},
+			{"progress-only", quietSink{engine.LogOff}},
+			{"logs-and-progress", quietSink{engine.LogDebug}},
+		} {
+			b.Run(export+"/"+c.name, func(b *testing.B) {
+				ctx := context.Background()
+				if c.sink != nil {
+					ctx = engine.WithEvents(ctx, c.sink)
+				}
+				b.ReportAllocs()
+				for b.Loop() {
+					if _, err := m.Call(ctx, export, []byte(`{}`)); err != nil {
+						b.Fatal(err)
+					}
+				}
+			})
+		}
+	}
+}
