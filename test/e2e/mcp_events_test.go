@@ -18,8 +18,9 @@ import (
 
 // A plugin's own log lines (pdk.Log) and progress (toolhost.progress) reach
 // an MCP client that asked for them, from a real plugin in real worker
-// processes: over stdio (`toolhost mcp`, standalone) and over HTTP
-// (`toolhost serve`). A client that did not ask hears nothing.
+// processes: over stdio (`toolhost mcp`, standalone and in front of a
+// running serve) and over HTTP (`toolhost serve`). A client that did not
+// ask hears nothing.
 func TestMCPPluginEventsThroughWorkers(t *testing.T) {
 	w := newWorld(t)
 	bundle := filepath.Join(w.dir, "conformance.plugin")
@@ -39,6 +40,13 @@ func TestMCPPluginEventsThroughWorkers(t *testing.T) {
 	}
 	s := w.serve()
 	for _, version := range []string{"2025-11-25", "2026-07-28"} {
+		// `toolhost mcp` now calls through serve's control socket: the
+		// events cross it too.
+		t.Run("stdio-via-serve/"+version, func(t *testing.T) {
+			var got heard
+			cs := connectEvents(t, &mcp.CommandTransport{Command: w.cmd("mcp")}, version, &got)
+			checkPluginEvents(t, cs, version, &got)
+		})
 		t.Run("http/"+version, func(t *testing.T) {
 			var got heard
 			hc := &http.Client{Transport: bearer{token: s.token}}
