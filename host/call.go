@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"time"
 
+	"github.com/toolhost/toolhost/host/engine"
 	"github.com/toolhost/toolhost/host/toolerr"
 	"github.com/toolhost/toolhost/plugin"
 	"github.com/toolhost/toolhost/signing"
@@ -122,3 +123,36 @@ type CallRecord struct {
 type CallObserver interface {
 	ObserveCall(ctx context.Context, r CallRecord)
 }
+
+// CallEvents receives what the plugin reports about itself while a call
+// runs: its log lines and its progress. It is engine.Events; see there
+// for the bounds every engine keeps and the rules a sink must follow
+// (never block; nothing arrives after the call returns).
+type CallEvents = engine.Events
+
+// WithCallEvents returns ctx carrying sink as the receiver of the plugin's
+// events of the call made with it (nil: none). An entry point attaches one
+// only when its client asked for logs or progress: without a sink the
+// sandbox does no work for them.
+func WithCallEvents(ctx context.Context, sink CallEvents) context.Context {
+	return engine.WithEvents(ctx, sink)
+}
+
+// CallEventsOf returns the sink ctx carries, or nil.
+func CallEventsOf(ctx context.Context) CallEvents { return engine.EventsOf(ctx) }
+
+// Progress is a plugin's progress report (engine.Progress).
+type Progress = engine.Progress
+
+// LogLevel is the level of a plugin's log line (engine.LogLevel).
+type LogLevel = engine.LogLevel
+
+// Plugin log levels, least severe first; LogOff wants no lines.
+const (
+	LogTrace = engine.LogTrace
+	LogDebug = engine.LogDebug
+	LogInfo  = engine.LogInfo
+	LogWarn  = engine.LogWarn
+	LogError = engine.LogError
+	LogOff   = engine.LogOff
+)

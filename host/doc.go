@@ -15,7 +15,9 @@
 // instance), read files or reach the network unless its signed manifest
 // grants that path or host, see the environment, or outlive its deadline:
 // on timeout the call ends with a "timeout" error and the instance is
-// discarded.
+// discarded. It may also write log lines and report progress during a
+// call; they reach only a caller that attached a sink (WithCallEvents),
+// bounded per call in size and rate, and nothing else (not the host's log).
 //
 // Every call, whatever its entry point (HTTP, MCP, the control socket of
 // `toolhost call`, the Go API), goes through one pipeline (Host.Call):

@@ -149,12 +149,20 @@ func (c *Client) Tools(ctx context.Context) ([]host.ToolInfo, error) {
 // Call runs a tool in the host process, through its pipeline, as the
 // entry point ctx is labelled with (EntryCLI when it is not). Cancelling
 // ctx closes the connection, which cancels the call in the host process.
+// A sink in ctx (host.WithCallEvents) gets the plugin's events as they
+// happen there.
 func (c *Client) Call(ctx context.Context, tool string, args []byte) (json.RawMessage, error) {
 	if _, ok := host.LookupEntry(ctx); !ok {
 		ctx = host.WithEntry(ctx, host.EntryCLI)
 	}
 	var res json.RawMessage
-	err := c.do(ctx, http.MethodPost, "/v1/tools/"+url.PathEscape(tool)+"/call", args, &res)
+	var err error
+	path := "/v1/tools/" + url.PathEscape(tool) + "/call"
+	if sink := host.CallEventsOf(ctx); sink != nil {
+		res, err = c.callStreaming(ctx, path, args, sink)
+	} else {
+		err = c.do(ctx, http.MethodPost, path, args, &res)
+	}
 	if err != nil && toolerr.CodeOf(err) == "" && ctx.Err() != nil {
 		if errors.Is(ctx.Err(), context.Canceled) {
 			return nil, toolerr.Errorf(toolerr.CodeCancelled, "the call was cancelled")

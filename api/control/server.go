@@ -165,7 +165,12 @@ func Handler(api API, changes Watcher) http.Handler {
 		if !ok {
 			entry = host.EntryCLI
 		}
-		res, err := api.Call(host.WithEntry(r.Context(), entry), r.PathValue("name"), args)
+		ctx := host.WithEntry(r.Context(), entry)
+		if r.Header.Get(eventsHeader) != "" {
+			streamCall(ctx, w, r, api, r.PathValue("name"), args)
+			return
+		}
+		res, err := api.Call(ctx, r.PathValue("name"), args)
 		reply(w, res, err)
 	})
 	mux.HandleFunc("GET /v1/trust", func(w http.ResponseWriter, r *http.Request) {

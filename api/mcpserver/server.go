@@ -62,6 +62,10 @@ type Server struct {
 
 	progressEvery time.Duration // heartbeat interval; tests shorten it
 	logs          logLimiter    // bounds log notifications per session
+	pluginLogs    logLimiter    // bounds plugins' log lines per session
+	levels        sessionLevels // each session's logging/setLevel
+	// plugins maps each served tool to its plugin (guarded by mu).
+	plugins map[string]string
 
 	stop      chan struct{}
 	done      chan struct{}
@@ -81,7 +85,9 @@ func New(b Backend, version string, opts ...Option) *Server {
 		b:             b,
 		log:           cfg.logger,
 		served:        map[string]string{},
+		plugins:       map[string]string{},
 		progressEvery: progressEvery,
+		pluginLogs:    logLimiter{burst: pluginLogBurst},
 		stop:          make(chan struct{}),
 		done:          make(chan struct{}),
 	}
@@ -98,9 +104,20 @@ func New(b Backend, version string, opts ...Option) *Server {
 			Logging: &mcp.LoggingCapabilities{},
 		},
 	})
+	s.mcp.AddReceivingMiddleware(s.trackLevels)
 	changed := s.sync()
 	go s.watch(changed)
 	return s
+}
+
+// pluginOf names the plugin of a served tool.
+func (s *Server) pluginOf(tool string) string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if p := s.plugins[tool]; p != "" {
+		return p
+	}
+	return tool
 }
 
 // Close stops following the backend. Sessions already connected stay
@@ -143,8 +160,10 @@ func (s *Server) sync() <-chan struct{} {
 	defer s.mu.Unlock()
 	keep := make(map[string]bool, len(want))
 	var gone []string
+	clear(s.plugins)
 	for _, t := range want {
 		keep[t.Name] = true
+		s.plugins[t.Name] = t.Plugin
 	}
 	for name := range s.served {
 		if !keep[name] {
@@ -216,11 +235,16 @@ func (s *Server) callTool(ctx context.Context, req *mcp.CallToolRequest) (*mcp.C
 		// Only Run labels its sessions; everything else came through Handler.
 		ctx = host.WithEntry(ctx, host.EntryMCPHTTP)
 	}
+	var progress *progressStream
 	if tok := req.Params.GetProgressToken(); tok != nil && req.Session != nil {
-		stop := heartbeat(ctx, req.Session, tok, s.progressEvery)
-		defer stop()
+		progress = heartbeat(ctx, req.Session, tok, s.progressEvery)
+		defer progress.stop()
 	}
 	ctx = s.logStart(ctx, req)
+	if ev := s.events(ctx, req, progress); ev != nil {
+		ctx = host.WithCallEvents(ctx, ev)
+		defer ev.close() // before progress.stop: lines, then "finished"
+	}
 	return s.callGoverned(ctx, req)
 }
 

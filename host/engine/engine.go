@@ -16,6 +16,9 @@
 //     ctx's deadline and Limits.TimeoutMS (plus a short grace for killing a
 //     worker). A call whose ctx is cancelled ends with cancelled within
 //     ~100 ms and frees what it held.
+//   - Call delivers the plugin's log lines and progress to the Events sink
+//     in its ctx (WithEvents), within the bounds of events.go, and none
+//     after it returns; without a sink it does no work for them.
 //   - Call and Close are safe for concurrent use; Close waits for nothing
 //     that could hang.
 package engine

@@ -292,7 +292,9 @@ func (g *Governor) outputSchema(c *host.CallInfo) (*plugin.Schema, error) {
 
 // runHook calls one hook; any failure refuses the call (fail closed).
 func (g *Governor) runHook(ctx context.Context, h HookTarget, input []byte) (hookVerdict, error) {
-	out, err := h.Call(ctx, h.Hook.Export, input)
+	// A policy plugin's log lines and progress are not the tool's: the
+	// caller's event sink is not handed to it.
+	out, err := h.Call(host.WithCallEvents(ctx, nil), h.Hook.Export, input)
 	if err != nil {
 		if ctx.Err() != nil {
 			return hookVerdict{}, toolerr.Errorf(toolerr.CodeCancelled, "the call ended while %s ran", hookName(h))

@@ -22,12 +22,18 @@ func testErrorHandling() int32 {
 	return guest.Fail(errors.New("This tool intentionally returns an error for testing"))
 }
 
-// testToolWithProgress runs long enough (2.5 s) for the host's progress
-// heartbeat (every second) to be heard between its start and its end.
+// testToolWithProgress reports 0, 50 and 100 of 100 through
+// toolhost.progress, as the scenario asks (the host adds its "started" and
+// "finished"). It takes 2.5 s in all, so that the host's heartbeat (every
+// second) is heard too and tests have a slow tool.
 //
 //go:wasmexport test_tool_with_progress
 func testToolWithProgress() int32 {
-	time.Sleep(2500 * time.Millisecond)
+	guest.Progress(0, 100, "starting")
+	time.Sleep(1250 * time.Millisecond)
+	guest.Progress(50, 100, "half way")
+	time.Sleep(1250 * time.Millisecond)
+	guest.Progress(100, 100, "done")
 	return guest.Succeed("Progress test completed")
 }
 

@@ -123,11 +123,15 @@ func listDirectory() int32 {
 		return guest.Fail(describe(p, err))
 	}
 	res := listResult{Path: p, Entries: []entry{}}
-	for _, de := range des {
+	total := float64(min(len(des), maxEntries))
+	for i, de := range des {
 		if len(res.Entries) == maxEntries {
 			res.Truncated = true
 			break
 		}
+		// A large directory takes a while (a stat per file): a caller
+		// that asked for progress hears it entry by entry.
+		guest.Progress(float64(i), total, de.Name())
 		e := entry{Name: de.Name(), Type: "other"}
 		switch t := de.Type(); {
 		case t&fs.ModeSymlink != 0:
@@ -142,6 +146,7 @@ func listDirectory() int32 {
 		}
 		res.Entries = append(res.Entries, e)
 	}
+	guest.Progress(total, total, "listed")
 	return guest.Succeed(res)
 }
 

@@ -3,6 +3,7 @@
 // a real `toolhost serve` with the signed fixture plugin
 // sample-plugins/conformance installed. `make conformance` runs it; plain
 // `go test` skips it (it takes minutes and needs `npm ci` here).
+// TOOLHOST_CONFORMANCE_SCENARIO=NAME runs that one scenario of every run.
 //
 // The suite cannot send a bearer token, so the test puts a loopback proxy in
 // front of serve that adds it. The proxy forwards a foreign Host or Origin

@@ -42,7 +42,7 @@ var (
 )
 
 // SuiteExports are the exports of the suite module.
-var SuiteExports = []string{"echo", "count", "loop", "grow", "big_output", "trap"}
+var SuiteExports = []string{"echo", "count", "loop", "grow", "big_output", "trap", "events", "log_flood"}
 
 // slack is added to every time bound: far more than the contract's
 // figures, so that only a real failure to stop (seconds to minutes) fails.
@@ -77,6 +77,9 @@ func Run(t *testing.T, newEngine func(t *testing.T) engine.Engine) {
 	t.Run("SpinningStartRefused", s.spinningStartInstall)
 	t.Run("SpinningStartWithinCallDeadline", s.spinningStartCall)
 	t.Run("Concurrency", s.concurrency)
+	t.Run("Events", s.events)
+	t.Run("EventsBounded", s.eventsBounded)
+	t.Run("EventsUnasked", s.eventsUnasked)
 }
 
 type suite struct{ e engine.Engine }

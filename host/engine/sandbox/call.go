@@ -33,6 +33,10 @@ func (m *inProcessModule) Call(ctx context.Context, export string, input []byte)
 	if ierr != nil {
 		return nil, m.failure(ctx, g, ierr, stderr)
 	}
+	if sink := engine.EventsOf(ctx); sink != nil {
+		g.events = startEvents(sink)
+		defer g.events.finish() // runs after done: events holds no instance state
+	}
 	defer func() { m.done(in, err == nil) }()
 	rc, out, err := in.call(ctx, export, input)
 	if g.inputRefused && ctx.Err() == nil {

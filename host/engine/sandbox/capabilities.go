@@ -47,7 +47,7 @@ import (
 const HostModule = "toolhost"
 
 func init() {
-	providedImports[HostModule] = set("http_fetch")
+	providedImports[HostModule] = set("http_fetch", "progress")
 }
 
 type callStateKey struct{}
@@ -72,7 +72,7 @@ func hostFunctions(eg egress) []extism.HostFunction {
 		stack[0] = httpFetch(ctx, p, eg, stack[0])
 	}, []extism.ValueType{extism.ValueTypePTR}, []extism.ValueType{extism.ValueTypePTR})
 	fetch.SetNamespace(HostModule)
-	return []extism.HostFunction{fetch}
+	return []extism.HostFunction{fetch, progressHostFunction()}
 }
 
 // httpFetch serves one toolhost.http_fetch call: offset is whatever the

@@ -2,6 +2,7 @@ package sandbox
 
 import (
 	"bytes"
+	"context"
 	"encoding/base64"
 	"encoding/json"
 	"errors"
@@ -16,6 +17,7 @@ import (
 	"testing"
 
 	"github.com/toolhost/toolhost/host/engine"
+	"github.com/toolhost/toolhost/host/engine/enginetest"
 	"github.com/toolhost/toolhost/host/toolerr"
 )
 
@@ -190,6 +192,21 @@ func TestFSSampleReadsUnderGrant(t *testing.T) {
 			if types[name] != typ {
 				t.Errorf("%s: type %q, want %q (listing %s)", name, types[name], typ, out)
 			}
+		}
+	})
+	t.Run("list reports progress", func(t *testing.T) {
+		// A caller that asked for progress hears it entry by entry (the
+		// engine passes at most one report per 50 ms, and the last one).
+		sink := &enginetest.Sink{Level: engine.LogOff}
+		if _, err := mod.Call(engine.WithEvents(context.Background(), sink), "list_directory", []byte(`{"path":"."}`)); err != nil {
+			t.Fatal(err)
+		}
+		_, progress, _ := sink.Got()
+		if len(progress) == 0 {
+			t.Fatal("list_directory reported no progress")
+		}
+		if first, last := progress[0], progress[len(progress)-1]; first.Progress != 0 || first.Total != 8 || last != (engine.Progress{Progress: 8, Total: 8, Message: "listed"}) {
+			t.Errorf("progress %+v, want 0/8 first and 8/8 \"listed\" last", progress)
 		}
 	})
 	t.Run("list subdirectory", func(t *testing.T) {

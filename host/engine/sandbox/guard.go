@@ -39,6 +39,9 @@ type callGuard struct {
 
 	kernel    api.Memory // the Extism kernel's memory, once looked up
 	badAccess string     // the first out-of-range host-function access
+
+	events *callEvents // the call's event relay; nil: nobody listens
+	inLog  bool        // the guest is inside an Extism log_* function
 }
 
 // reset clears what one call recorded, for an instance that is reused.
@@ -173,7 +176,8 @@ func (envListeners) NewFunctionListener(def api.FunctionDefinition) experimental
 	}
 	switch name := def.ExportNames()[0]; name {
 	case "alloc", "output_set", "store_u8", "load_u8", "store_u64", "load_u64",
-		"input_load_u8", "input_load_u64", "length", "length_unsafe", "free":
+		"input_load_u8", "input_load_u64", "length", "length_unsafe", "free",
+		"log_trace", "log_debug", "log_info", "log_warn", "log_error":
 		return envListener{name: name}
 	}
 	return nil
@@ -201,19 +205,32 @@ func (l envListener) Before(ctx context.Context, _ api.Module, _ api.FunctionDef
 		if off >= g.inputLen && g.badAccess == "" {
 			g.badAccess = fmt.Sprintf("read past the end of its input with %s (offset %#x, the input is %d bytes)", l.name, off, g.inputLen)
 		}
+	case "log_trace", "log_debug", "log_info", "log_warn", "log_error":
+		// Lines reaching the logger now are the guest's (pluginLog).
+		g.inLog = true
 	}
 }
 
 func (l envListener) After(ctx context.Context, _ api.Module, _ api.FunctionDefinition, results []uint64) {
-	if l.name != "alloc" {
+	g := guardOf(ctx)
+	if g == nil {
 		return
 	}
-	if g := guardOf(ctx); g != nil && len(results) == 1 && results[0] == 0 && g.pendingSize > 0 {
-		g.failedAlloc = max(g.failedAlloc, g.pendingSize)
+	switch l.name {
+	case "alloc":
+		if len(results) == 1 && results[0] == 0 && g.pendingSize > 0 {
+			g.failedAlloc = max(g.failedAlloc, g.pendingSize)
+		}
+	case "log_trace", "log_debug", "log_info", "log_warn", "log_error":
+		g.inLog = false
 	}
 }
 
-func (envListener) Abort(context.Context, api.Module, api.FunctionDefinition, error) {}
+func (envListener) Abort(ctx context.Context, _ api.Module, _ api.FunctionDefinition, _ error) {
+	if g := guardOf(ctx); g != nil {
+		g.inLog = false
+	}
+}
 
 // checkOffset records an access of n bytes at off that is not inside the
 // kernel's memory.

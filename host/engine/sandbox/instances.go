@@ -156,6 +156,7 @@ func (m *inProcessModule) newInstance(ctx context.Context) (*instance, error) {
 		return in, err
 	}
 	in.p = p
+	p.SetLogger(in.g.pluginLog)
 	in.g.findKernel(p.Memory())
 	return in, nil
 }

@@ -205,6 +205,10 @@ func newResettable(ctx context.Context, cp *extism.CompiledPlugin, prep *prepare
 		}
 		return nil, err
 	}
+	if g, ok := alloc.(*callGuard); ok {
+		// Before the init export runs: it may log.
+		p.SetLogger(g.pluginLog)
+	}
 	var mod api.Module
 	rc, _, err := p.CallWithContext(context.WithValue(ctx, moduleSlotKey{}, &mod), initExport, nil)
 	if err == nil && rc != 0 {

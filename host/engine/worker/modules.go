@@ -141,6 +141,9 @@ func (m *module) call(ctx context.Context, export string, input []byte) ([]byte,
 	// The worker stops the call itself at the deadline (its own clock,
 	// BudgetMS from now); the supervisor kills it a grace later.
 	hdr := callHeader{Key: m.spec.Key, Export: export, Measure: p.opts.MeasurePeakRSS, BudgetMS: budgetMS(deadline)}
+	if ev := engine.EventsOf(ctx); ev != nil {
+		hdr.Events, hdr.LogLevel = true, ev.LogLevel()
+	}
 	h, out, err := p.roundTrip(ctx, w, kindCall, hdr, input, deadline.Add(p.opts.Grace), int(m.spec.Limits.MaxOutputBytes))
 	if err != nil {
 		return nil, err

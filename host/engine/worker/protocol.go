@@ -24,6 +24,10 @@ const (
 	// kindCancel (host → worker, empty header {}) asks the worker to stop
 	// the request in progress: its caller went away.
 	kindCancel byte = 6
+	// kindEvent (worker → host, header eventHeader, no body) is a
+	// plugin's log line or progress report, sent during a call whose
+	// request asked for events, before its reply.
+	kindEvent byte = 7
 
 	maxHeaderBytes = 1 << 20
 )
@@ -108,6 +112,18 @@ type callHeader struct {
 	// BudgetMS is the time left to the call's deadline: the worker stops
 	// the call then, before the supervisor's grace runs out.
 	BudgetMS uint32 `json:"budget_ms,omitempty"`
+	// Events asks for the plugin's events (kindEvent frames): progress,
+	// and log lines at LogLevel and above.
+	Events   bool            `json:"events,omitempty"`
+	LogLevel engine.LogLevel `json:"log_level,omitempty"`
+}
+
+// eventHeader is one event: a log line (Level set) or a progress report.
+type eventHeader struct {
+	Level    engine.LogLevel `json:"level,omitempty"`
+	Text     string          `json:"text,omitempty"` // the line, or the progress message
+	Progress float64         `json:"progress,omitempty"`
+	Total    float64         `json:"total,omitempty"`
 }
 
 type unloadHeader struct {

@@ -107,6 +107,9 @@ func Serve(ctx context.Context, r io.Reader, w io.Writer, cacheDir string) error
 				resetPeakRSS()
 			}
 			cctx, cancel := withBudget(ctx, h.BudgetMS)
+			if h.Events {
+				cctx = engine.WithEvents(cctx, &frameEvents{bw: bw, level: h.LogLevel})
+			}
 			out, err := mod.Call(cctx, h.Export, f.body)
 			cancel()
 			if err != nil {

@@ -38,13 +38,14 @@ type result struct {
 func (p *Pool) roundTrip(ctx context.Context, w *proc, kind byte, header any, body []byte, kill time.Time, maxReply int) (replyHeader, []byte, error) {
 	done := make(chan result, 1)
 	written := make(chan struct{}) // closed once the request is written
+	events := newRelay(engine.EventsOf(ctx))
 	go func() {
 		if err := writeFrame(w.stdin, kind, header, body); err != nil {
 			done <- result{err: fmt.Errorf("%w: %w", errNotDelivered, err)}
 			return
 		}
 		close(written)
-		f, err := readFrame(w.stdout, maxReply)
+		f, err := events.readReply(w.stdout, maxReply)
 		done <- result{f, err}
 	}()
 	timer := time.NewTimer(time.Until(kill))
