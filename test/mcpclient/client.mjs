@@ -26,28 +26,21 @@ import {
   ToolListChangedNotificationSchema,
 } from '@modelcontextprotocol/sdk/types.js';
 import {
-  EXIT_CONNECT,
-  EXIT_USAGE,
+  COMMON_OPTIONS_USAGE,
   ListChangedCounter,
   STEPS_USAGE,
-  UsageError,
   checkServerExit,
-  die,
-  openSteps,
-  parseArgs,
-  reportUsage,
+  connectOrDie,
   runSteps,
-  wholeEnv,
+  setUp,
+  newTransport,
 } from './script.mjs';
 
 const USAGE = `usage:
   node client.mjs stdio [options] -- <command> [args...]
   node client.mjs http <url> [--token TOKEN] [options]
 options:
-  --script FILE          read steps from FILE instead of stdin
-  --token TOKEN          bearer token for http (default: $MCPCLIENT_TOKEN)
-  --timeout-ms N         per-request timeout (default 60000)
-  --require-clean-exit   stdio only: exit 4 unless the server exits 0 on its own after stdin closes
+${COMMON_OPTIONS_USAGE}
 ${STEPS_USAGE}`;
 
 function protocolErrorOf(err) {
@@ -65,30 +58,12 @@ function describe(err) {
 }
 
 async function main() {
-  let opts;
-  let stepSource;
-  try {
-    opts = parseArgs(process.argv.slice(2));
-    if (opts.script !== undefined) stepSource = await openSteps(opts);
-  } catch (e) {
-    if (e instanceof UsageError) return reportUsage(e, USAGE);
-    return die(EXIT_USAGE, e.message);
-  }
+  const setup = await setUp(USAGE, {});
+  if (!setup) return;
+  const { opts, stepSource } = setup;
 
-  let transport;
+  const transport = newTransport(opts, StdioClientTransport, StreamableHTTPClientTransport);
   let child = null;
-  if (opts.mode === 'stdio') {
-    transport = new StdioClientTransport({
-      command: opts.command[0],
-      args: opts.command.slice(1),
-      env: wholeEnv(),
-      stderr: 'inherit',
-    });
-  } else {
-    const headers = {};
-    if (opts.token) headers.Authorization = `Bearer ${opts.token}`;
-    transport = new StreamableHTTPClientTransport(opts.url, { requestInit: { headers } });
-  }
   let negotiatedVersion;
   const origSetVersion = transport.setProtocolVersion?.bind(transport);
   transport.setProtocolVersion = (v) => {
@@ -104,18 +79,8 @@ async function main() {
     process.stderr.write(`mcpclient: transport error: ${describe(err)}\n`);
   };
 
-  try {
-    await client.connect(transport, { timeout: opts.timeoutMs });
-    if (opts.mode === 'stdio') child = transport._process ?? null; // for the exit check below
-  } catch (e) {
-    die(EXIT_CONNECT, `connect failed: ${describe(e)}`);
-    try {
-      await client.close();
-    } catch {
-      /* ignore */
-    }
-    return;
-  }
+  if (!(await connectOrDie(client, transport, opts, describe))) return;
+  if (opts.mode === 'stdio') child = transport._process ?? null; // for the exit check below
 
   const exitCode = await runSteps(opts, stepSource, {
     listPage: (cursor, timeout) => client.listTools(cursor ? { cursor } : {}, { timeout }),

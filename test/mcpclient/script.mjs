@@ -12,6 +12,11 @@ export const EXIT_USAGE = 2;
 export const EXIT_TRANSPORT = 3;
 export const EXIT_UNCLEAN_SERVER_EXIT = 4;
 
+export const COMMON_OPTIONS_USAGE = `  --script FILE          read steps from FILE instead of stdin
+  --token TOKEN          bearer token for http (default: $MCPCLIENT_TOKEN)
+  --timeout-ms N         per-request timeout (default 60000)
+  --require-clean-exit   stdio only: exit 4 unless the server exits 0 on its own after stdin closes`;
+
 export const STEPS_USAGE = `steps (JSON array, or one JSON object per line):
   {"op":"list"}
   {"op":"call","tool":NAME,"arguments":{...},"validate":true,"timeout_ms":N}
@@ -75,19 +80,55 @@ export function parseArgs(argv, extraFlags = {}) {
   return opts;
 }
 
-// reportUsage prints a usage error (or just the usage for --help).
-export function reportUsage(e, usage) {
-  if (e.message) die(EXIT_USAGE, e.message);
-  else process.exitCode = EXIT_USAGE;
-  process.stderr.write(usage + '\n');
+// setUp parses the command line and, for --script, reads the steps (so a
+// bad script fails before connecting). configure(opts) may check the
+// client's own options and returns what the client needs from them. On a
+// usage error it prints usage, sets the exit code and returns undefined.
+export async function setUp(usage, extraFlags, configure = () => undefined) {
+  try {
+    const opts = parseArgs(process.argv.slice(2), extraFlags);
+    const config = configure(opts);
+    const stepSource = opts.script !== undefined ? await openSteps(opts) : undefined;
+    return { opts, config, stepSource };
+  } catch (e) {
+    // --help is a UsageError without a message: only the usage is printed.
+    if (e.message) die(EXIT_USAGE, e.message);
+    else process.exitCode = EXIT_USAGE;
+    if (e instanceof UsageError) process.stderr.write(usage + '\n');
+    return undefined;
+  }
 }
 
-// wholeEnv is the entire environment for a stdio server: the SDKs alone pass
-// only HOME, PATH and a few more, and TOOLHOST_HOME must reach the server.
-export function wholeEnv() {
-  const env = {};
-  for (const [k, v] of Object.entries(process.env)) if (v !== undefined) env[k] = v;
-  return env;
+// connectOrDie connects and returns true, or reports the failure (exit 1),
+// closes the client and returns false.
+export async function connectOrDie(client, transport, opts, describe) {
+  try {
+    await client.connect(transport, { timeout: opts.timeoutMs });
+    return true;
+  } catch (e) {
+    die(EXIT_CONNECT, `connect failed: ${describe(e)}`);
+    try {
+      await client.close();
+    } catch {
+      /* ignore */
+    }
+    return false;
+  }
+}
+
+// newTransport builds the transport opts ask for from an SDK's two
+// transport classes. A stdio server gets the whole environment (the SDKs
+// alone pass only HOME, PATH and a few more, and TOOLHOST_HOME must reach
+// it) and shares our stderr; HTTP requests carry the bearer token.
+export function newTransport(opts, StdioTransport, HTTPTransport, httpOptions = {}) {
+  if (opts.mode === 'stdio') {
+    const env = {};
+    for (const [k, v] of Object.entries(process.env)) if (v !== undefined) env[k] = v;
+    return new StdioTransport({ command: opts.command[0], args: opts.command.slice(1), env, stderr: 'inherit' });
+  }
+  const headers = {};
+  if (opts.token) headers.Authorization = `Bearer ${opts.token}`;
+  return new HTTPTransport(opts.url, { requestInit: { headers }, ...httpOptions });
 }
 
 function validateStep(step, where) {
