@@ -32,6 +32,7 @@ options:
                          2026-07-28: server/discover pinned to V, no fallback;
                          auto: the SDK's probe (server/discover, falling back to initialize);
                          default: the SDK's default (initialize, the SDK's newest 2025-era revision)
+  --elicit approve|deny  declare form elicitation and answer every request with {approve: true|false}
 ${COMMON_OPTIONS_USAGE}
 ${STEPS_USAGE}`;
 
@@ -114,6 +115,10 @@ async function main() {
     '--protocol-version': (o, next) => {
       o.protocolVersion = next();
     },
+    '--elicit': (o, next) => {
+      o.elicit = next();
+      if (o.elicit !== 'approve' && o.elicit !== 'deny') throw new UsageError(`--elicit: want approve or deny, got ${JSON.stringify(o.elicit)}`);
+    },
   };
   const setup = await setUp(USAGE, flags, (o) => clientOptions(o.protocolVersion));
   if (!setup) return;
@@ -124,7 +129,20 @@ async function main() {
   let child = null;
   wire.watchTransport(transport);
 
-  const client = new Client({ name: 'toolhost-e2e-client2', version: '0.0.0' }, options);
+  const client = new Client({ name: 'toolhost-e2e-client2', version: '0.0.0' }, {
+    ...options,
+    ...(opts.elicit !== undefined && { capabilities: { elicitation: { form: {} } } }),
+  });
+  // Elicitation: on 2025-11-25 the server asks with elicitation/create; on
+  // 2026-07-28 its tools/call answer is input_required and the SDK calls
+  // this same handler, then retries the call with the answer (MRTR).
+  const elicitations = [];
+  if (opts.elicit !== undefined) {
+    client.setRequestHandler('elicitation/create', (req) => {
+      elicitations.push({ message: req.params.message, requestedSchema: req.params.requestedSchema });
+      return { action: 'accept', content: { approve: opts.elicit === 'approve', reason: `mcpclient2 --elicit ${opts.elicit}` } };
+    });
+  }
   const listChanged = new ListChangedCounter();
   // Registered before connect so nothing sent right after initialization is
   // missed. On 2025-11-25 the server sends it unasked (over HTTP on the GET
@@ -163,6 +181,7 @@ async function main() {
       instructions: client.getInstructions(),
       sessionId: opts.mode === 'http' ? transport.sessionId : undefined,
       listening: subscription !== undefined,
+      elicitations,
       wire,
     }),
     listChanged,
