@@ -15,6 +15,7 @@ import (
 
 	"github.com/toolhost/toolhost/curator"
 	"github.com/toolhost/toolhost/host"
+	"github.com/toolhost/toolhost/host/govern"
 	"github.com/toolhost/toolhost/host/toolerr"
 	"github.com/toolhost/toolhost/plugin"
 	"github.com/toolhost/toolhost/signing"
@@ -149,12 +150,19 @@ func (c *Client) Tools(ctx context.Context) ([]host.ToolInfo, error) {
 // Call runs a tool in the host process, through its pipeline, as the
 // entry point ctx is labelled with (EntryCLI when it is not). Cancelling
 // ctx closes the connection, which cancels the call in the host process.
+// When ctx carries a govern.Elicitor, a call that needs approval asks it
+// (see elicit.go).
 func (c *Client) Call(ctx context.Context, tool string, args []byte) (json.RawMessage, error) {
 	if _, ok := host.LookupEntry(ctx); !ok {
 		ctx = host.WithEntry(ctx, host.EntryCLI)
 	}
 	var res json.RawMessage
-	err := c.do(ctx, http.MethodPost, "/v1/tools/"+url.PathEscape(tool)+"/call", args, &res)
+	var err error
+	if ask := govern.ElicitorOf(ctx); ask != nil {
+		res, err = c.callEliciting(ctx, tool, args, ask)
+	} else {
+		err = c.do(ctx, http.MethodPost, "/v1/tools/"+url.PathEscape(tool)+"/call", args, &res)
+	}
 	if err != nil && toolerr.CodeOf(err) == "" && ctx.Err() != nil {
 		if errors.Is(ctx.Err(), context.Canceled) {
 			return nil, toolerr.Errorf(toolerr.CodeCancelled, "the call was cancelled")

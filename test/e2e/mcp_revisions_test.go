@@ -314,11 +314,10 @@ func TestSDKv2BothRevisionsBothTransports(t *testing.T) {
 			t.Run(rev+"/"+tr.name, func(t *testing.T) {
 				c := startNodeClient(t, w, sdkV2, tr.args(rev, "approve")...)
 				listCallAndRefuse(t, c, want, fmt.Sprintf("from %s over %s", rev, tr.name))
-				if tr.name == "http" {
-					// TODO(elicit-over-control): stdio while serve runs too.
-					approveThroughElicitation(t, c, rev)
-					denyThroughElicitation(t, startNodeClient(t, w, sdkV2, tr.args(rev, "deny")...))
-				}
+				// Over stdio the call runs in serve, and the question crosses
+				// the control socket to `toolhost mcp`.
+				approveThroughElicitation(t, c, rev)
+				denyThroughElicitation(t, startNodeClient(t, w, sdkV2, tr.args(rev, "deny")...))
 
 				// list_changed: unasked on 2025-11-25, on the subscriptions/listen
 				// stream on 2026-07-28.
