@@ -84,10 +84,10 @@ async function main() {
 
   const exitCode = await runSteps(opts, stepSource, {
     listPage: (cursor, timeout) => client.listTools(cursor ? { cursor } : {}, { timeout }),
-    callTool: (params, { validate, timeoutMs }) =>
+    callTool: (params, { validate, timeoutMs, onprogress }) =>
       validate
-        ? client.callTool(params, CallToolResultSchema, { timeout: timeoutMs })
-        : client.request({ method: 'tools/call', params }, CallToolResultSchema, { timeout: timeoutMs }),
+        ? client.callTool(params, CallToolResultSchema, { timeout: timeoutMs, onprogress })
+        : client.request({ method: 'tools/call', params }, CallToolResultSchema, { timeout: timeoutMs, onprogress }),
     errorData: (e) => (e instanceof McpError ? { protocolError: protocolErrorOf(e) } : undefined),
     info: () => ({
       protocolVersion: negotiatedVersion,

@@ -19,7 +19,7 @@ export const COMMON_OPTIONS_USAGE = `  --script FILE          read steps from FI
 
 export const STEPS_USAGE = `steps (JSON array, or one JSON object per line):
   {"op":"list"}
-  {"op":"call","tool":NAME,"arguments":{...},"validate":true,"timeout_ms":N}
+  {"op":"call","tool":NAME,"arguments":{...},"validate":true,"timeout_ms":N,"progress":false}
   {"op":"wait_list_changed","timeout_ms":5000}
   {"op":"info"}
   {"op":"sleep","ms":N}`;
@@ -255,7 +255,8 @@ export class ListChangedCounter {
 
 // runSteps runs every step against sdk, an adapter over one SDK's client:
 //   listPage(cursor, timeoutMs) → {tools, nextCursor}
-//   callTool(params, {validate, timeoutMs}) → CallToolResult
+//   callTool(params, {validate, timeoutMs, onprogress}) → CallToolResult;
+//     onprogress, when set, is the request's progress callback
 //   errorData(e) → {protocolError: …} or {sdkError: …} for a failed request
 //     that is data (a JSON-RPC error, a timeout), undefined for a transport
 //     failure (which ends the script)
@@ -308,16 +309,19 @@ async function runStep(opts, sdk, step) {
     }
     case 'call': {
       const params = { name: step.tool, arguments: step.arguments ?? {} };
+      const progress = step.progress === true ? [] : undefined;
+      const onprogress = progress && ((p) => progress.push(p));
       let res;
       try {
-        res = await sdk.callTool(params, { validate: step.validate !== false, timeoutMs: step.timeout_ms ?? opts.timeoutMs });
+        res = await sdk.callTool(params, { validate: step.validate !== false, timeoutMs: step.timeout_ms ?? opts.timeoutMs, onprogress });
       } catch (e) {
         const data = sdk.errorData(e);
-        if (data) return out({ op: 'call', tool: step.tool, ...data });
+        if (data) return out({ op: 'call', tool: step.tool, ...data, ...(progress && { progress }) });
         throw e;
       }
       const o = { op: 'call', tool: step.tool, isError: res.isError === true, content: res.content ?? [] };
       if (res.structuredContent !== undefined) o.structuredContent = res.structuredContent;
+      if (progress) o.progress = progress;
       return out(o);
     }
     case 'wait_list_changed': {

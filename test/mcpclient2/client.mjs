@@ -168,10 +168,10 @@ async function main() {
     // cacheMode 'refresh': every list step asks the server (2026-07-28
     // results may carry ttlMs, and the test wants what the server says now).
     listPage: (cursor, timeout) => client.listTools(cursor ? { cursor } : undefined, { timeout, cacheMode: 'refresh' }),
-    callTool: (params, { validate, timeoutMs }) =>
+    callTool: (params, { validate, timeoutMs, onprogress }) =>
       validate
-        ? client.callTool(params, { timeout: timeoutMs })
-        : client.request({ method: 'tools/call', params }, { timeout: timeoutMs }),
+        ? client.callTool(params, { timeout: timeoutMs, onprogress })
+        : client.request({ method: 'tools/call', params }, { timeout: timeoutMs, onprogress }),
     errorData,
     info: () => ({
       protocolVersion: client.getNegotiatedProtocolVersion(),
