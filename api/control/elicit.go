@@ -169,6 +169,9 @@ func (c *Client) callEliciting(ctx context.Context, tool string, args []byte, as
 			go c.answerQuestion(ctx, ask, *line.Ask)
 			continue
 		}
+		if string(line.Result) == "null" {
+			line.Result = nil // as do() leaves it
+		}
 		return line.Result, fromWire(line.Error)
 	}
 	if err := sc.Err(); err != nil {
