@@ -257,6 +257,8 @@ type ToolInfo struct {
 	OutputSchema  json.RawMessage     `json:"output_schema,omitempty"`
 	Annotations   *plugin.Annotations `json:"annotations,omitempty"`
 	NeedsApproval bool                `json:"needs_approval,omitempty"`
+	// Icon is the plugin's signed icon (a data: URI, see plugin.ParseIcon).
+	Icon string `json:"icon,omitempty"`
 }
 
 // Tools lists the tools of every available plugin, sorted by name.
@@ -273,6 +275,7 @@ func (h *Host) Tools() []ToolInfo {
 			Name: name, Description: ref.tool.Description, Parameters: ref.tool.Parameters,
 			Plugin: ref.plugin.name, Version: ref.plugin.manifest.Version,
 			OutputSchema: ref.tool.OutputSchema, Annotations: ref.tool.Annotations, NeedsApproval: ref.tool.NeedsApproval,
+			Icon: ref.plugin.manifest.Icon,
 		})
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })

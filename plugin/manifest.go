@@ -61,6 +61,10 @@ type Manifest struct {
 	// Secrets are the secrets the plugin uses, by name, and where they may
 	// be sent (see SecretBinding). Their values never enter the sandbox.
 	Secrets map[string]SecretBinding `json:"secrets,omitempty"`
+	// Icon is the plugin's icon, a data: URI of a small PNG, JPEG or WebP
+	// image (see ParseIcon), shown by clients next to its tools. Signed
+	// with the manifest like everything in it.
+	Icon string `json:"icon,omitempty"`
 }
 
 // Tool is one tool definition.
@@ -191,6 +195,7 @@ var manifestShape = strictjson.Object{
 		"max_output_bytes": strictjson.Any{},
 	},
 	"reuse_instances": strictjson.Any{},
+	"icon":            strictjson.Any{},
 	"config":          strictjson.Any{},
 	"secrets": strictjson.MapOf{Elem: strictjson.Object{
 		"hosts":  strictjson.ArrayOf{Elem: strictjson.Any{}},
@@ -248,6 +253,11 @@ func (m *Manifest) validate() error {
 	}
 	if !wasmFileRE.MatchString(m.Wasm) {
 		return invalid("wasm %q must be a plain file name ending in .wasm, next to plugin.json", truncate(m.Wasm))
+	}
+	if m.Icon != "" {
+		if _, _, err := ParseIcon(m.Icon); err != nil {
+			return invalid("icon %s", err)
+		}
 	}
 	if len(m.Tools) == 0 {
 		return invalid("tools: a plugin must define at least one tool")

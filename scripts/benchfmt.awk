@@ -1,5 +1,7 @@
 # Turns `go test -bench` output of test/bench into one line per row:
 #   BENCH <module>/<row> p50_us=… p99_us=… calls_per_s=… allocs_per_call=…
+#   (toolhost-http rows add server_cpu_us: the server's and its workers' CPU
+#   time per call)
 #   BENCH cold-start plugins=20 ms=…   (and first-call-after-restart, rss)
 # With -count N each figure is the median of the N runs. Skipped rows print
 # their reason (run go test with -v); of the rest only what looks like a
@@ -49,7 +51,8 @@ END {
 			printf "BENCH rss plugins=%d mib=%.1f\n", med(name, "plugins"), med(name, "rss_mib")
 		} else {
 			e = med(name, "errors")
-			printf "BENCH %s p50_us=%s p99_us=%s calls_per_s=%.0f allocs_per_call=%d%s\n", name, num(med(name, "p50_us")), num(med(name, "p99_us")), med(name, "calls/s"), med(name, "allocs/op"), (e > 0 ? " errors=" e : "")
+			c = med(name, "server_cpu_us")
+			printf "BENCH %s p50_us=%s p99_us=%s calls_per_s=%.0f allocs_per_call=%d%s%s\n", name, num(med(name, "p50_us")), num(med(name, "p99_us")), med(name, "calls/s"), med(name, "allocs/op"), (c != "" ? " server_cpu_us=" num(c) : ""), (e > 0 ? " errors=" e : "")
 		}
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/toolhost/toolhost/host"
+	"github.com/toolhost/toolhost/plugin"
 )
 
 // addToolFields carries a tool's signed output schema, title and
@@ -26,6 +27,16 @@ func addToolFields(tool *mcp.Tool, t host.ToolInfo) {
 			IdempotentHint: a.Idempotent, OpenWorldHint: &openWorld,
 		}
 	}
+	if t.Icon != "" {
+		// Checked when the manifest was read; a bad one is left out.
+		if mimeType, img, err := plugin.ParseIcon(t.Icon); err == nil {
+			icon := mcp.Icon{Source: t.Icon, MIMEType: mimeType}
+			if size := plugin.IconSize(img); size != "" {
+				icon.Sizes = []string{size}
+			}
+			tool.Icons = []mcp.Icon{icon}
+		}
+	}
 }
 
 // governanceDefinition is the part of what a client sees that comes from
@@ -35,5 +46,5 @@ func governanceDefinition(t host.ToolInfo) string {
 	if t.Annotations != nil {
 		a = fmt.Sprintf("%+v", *t.Annotations)
 	}
-	return string(t.OutputSchema) + "\x00" + a
+	return string(t.OutputSchema) + "\x00" + a + "\x00" + t.Icon
 }

@@ -17,7 +17,9 @@ func TestToolListCarriesAnnotationsAndOutputSchema(t *testing.T) {
 	del := tool("delete_note", `{"type":"object"}`)
 	del.OutputSchema = json.RawMessage(`{"type":"object","properties":{"deleted":{"type":"boolean"}}}`)
 	del.Annotations = &plugin.Annotations{Title: "Delete a note", Destructive: true, Idempotent: true}
-	s := New(newFake(del, tool("plain", `{"type":"object"}`)), "1")
+	clock := tool("clock", `{"type":"object"}`)
+	clock.Icon = clockIcon
+	s := New(newFake(del, clock, tool("plain", `{"type":"object"}`)), "1")
 	defer s.Close()
 	cs := connectIO(t, s, nil)
 	list, err := cs.ListTools(context.Background(), nil)
@@ -26,6 +28,11 @@ func TestToolListCarriesAnnotationsAndOutputSchema(t *testing.T) {
 	}
 	for _, tl := range list.Tools {
 		switch tl.Name {
+		case "clock":
+			if len(tl.Icons) != 1 || tl.Icons[0].Source != clockIcon || tl.Icons[0].MIMEType != "image/png" ||
+				len(tl.Icons[0].Sizes) != 1 || tl.Icons[0].Sizes[0] != "32x32" {
+				t.Errorf("clock icons = %+v", tl.Icons)
+			}
 		case "delete_note":
 			a := tl.Annotations
 			if tl.Title != "Delete a note" || a == nil || a.Title != "Delete a note" || a.DestructiveHint == nil || !*a.DestructiveHint ||
@@ -36,8 +43,8 @@ func TestToolListCarriesAnnotationsAndOutputSchema(t *testing.T) {
 				t.Errorf("outputSchema = %v", tl.OutputSchema)
 			}
 		case "plain":
-			if tl.Annotations != nil || tl.OutputSchema != nil {
-				t.Errorf("plain tool got annotations %+v / outputSchema %v", tl.Annotations, tl.OutputSchema)
+			if tl.Annotations != nil || tl.OutputSchema != nil || tl.Icons != nil {
+				t.Errorf("plain tool got annotations %+v / outputSchema %v / icons %v", tl.Annotations, tl.OutputSchema, tl.Icons)
 			}
 		}
 	}
@@ -117,3 +124,6 @@ func TestNoElicitationWaitsForOperator(t *testing.T) {
 		t.Errorf("result = %s", got)
 	}
 }
+
+// clockIcon is a 32×32 PNG, as the time sample ships.
+const clockIcon = "data:image/png;base64,iVBORw0KGgoAAAANSUhEUgAAACAAAAAgCAYAAABzenr0AAAAv0lEQVR4nOyXyQ3CMBBFYUQ30AsUAtVAIdAL1AMSkiWkzEpmO/hfY/33YjtOApvi7CyD9+f7WzPudTtttZ3iQC30Xxl2CdbCNR2kgAdc04UKWODP63GVxELA88413ZAFpxiQCcdY5QdRD4HM6R8ZzB4zMAUqY3odU+GO48PlESsgAaSUL8EU+ApYvuG8Mpg9ZqCFQOYy/LKAupABXwhES2Dd6B6IkKA6yU3oKcF1sU+Bh4TUYQJE/JyW5xMAAP//1TpKQ05ASVcAAAAASUVORK5CYII="

@@ -60,6 +60,11 @@ func review(w io.Writer, b *plugin.Bundle) error {
 		isolation = "instances are REUSED across calls (state can carry from one call to the next)"
 	}
 	fmt.Fprintf(w, "isolation: %s\n", isolation)
+	if m.Icon != "" {
+		if mimeType, img, err := plugin.ParseIcon(m.Icon); err == nil {
+			fmt.Fprintf(w, "icon:     %s %s, %d bytes (clients show it next to the tools: check it does not impersonate another brand)\n", mimeType, orNone(plugin.IconSize(img)), len(img))
+		}
+	}
 	fmt.Fprintf(w, "%s\n", settingsText(m))
 
 	var warnings []string

@@ -156,9 +156,61 @@ func startServer(tb testing.TB, s *subject) *server {
 	return srv
 }
 
-// bench measures the subject's tool over HTTP with 8 keep-alive clients.
-func (srv *server) bench(b *testing.B, s *subject) {
-	measureParallel(b, 8, func() error { return srv.call(s.tool, s.input) })
+// bench measures the subject's tool over HTTP with keep-alive clients.
+// It also reports the CPU time the server and its workers spent per call
+// (server_cpu_us): unlike calls/s, it hardly moves when neighbours load
+// the machine, so it is the figure to compare changes by.
+func (srv *server) bench(b *testing.B, s *subject, clients int) {
+	cpu0 := treeCPU(srv.cmd.Process.Pid)
+	measureParallel(b, clients, func() error { return srv.call(s.tool, s.input) })
+	if cpu0 > 0 && b.N > 0 {
+		b.ReportMetric(float64((treeCPU(srv.cmd.Process.Pid)-cpu0).Microseconds())/float64(b.N), "server_cpu_us")
+	}
+}
+
+// treeCPU is the CPU time (user and system) used so far by process pid and
+// its live children, and the children it has waited for; 0 if /proc cannot
+// tell.
+func treeCPU(pid int) time.Duration {
+	ticks := procTicks(pid, true)
+	tasks, _ := filepath.Glob(fmt.Sprintf("/proc/%d/task/*/children", pid))
+	for _, t := range tasks {
+		data, _ := os.ReadFile(t)
+		for _, f := range strings.Fields(string(data)) {
+			if child, err := strconv.Atoi(f); err == nil {
+				ticks += procTicks(child, false)
+			}
+		}
+	}
+	return time.Duration(ticks) * time.Second / 100 // USER_HZ
+}
+
+// procTicks reads utime+stime (and cutime+cstime when waited) of pid.
+func procTicks(pid int, waited bool) int64 {
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return 0
+	}
+	// Fields after the command name, which is in parentheses and may
+	// hold spaces: state is field 3, utime 14 … cstime 17.
+	rest := string(data)
+	if i := strings.LastIndexByte(rest, ')'); i >= 0 {
+		rest = rest[i+1:]
+	}
+	f := strings.Fields(rest)
+	if len(f) < 15 {
+		return 0
+	}
+	var sum int64
+	last := 12
+	if waited {
+		last = 14
+	}
+	for _, v := range f[11 : last+1] {
+		n, _ := strconv.ParseInt(v, 10, 64)
+		sum += n
+	}
+	return sum
 }
 
 // BenchmarkStartup restarts a `toolhost serve` holding 20 installed copies

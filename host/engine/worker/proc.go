@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"fmt"
 	"io"
+	"os"
 	"os/exec"
 	"strings"
 	"sync"
@@ -92,17 +93,17 @@ func (p *Pool) start() (*proc, error) {
 	cmd.Env = []string{"GOMAXPROCS=1", "GODEBUG=madvdontneed=1", "PATH=/usr/bin:/bin"}
 	cmd.Dir = "/"
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
-	stdin, err := cmd.StdinPipe()
-	if err != nil {
-		return nil, err
-	}
-	stdout, err := cmd.StdoutPipe()
+	stdin, stdout, closeChildEnds, err := pipes(cmd)
 	if err != nil {
 		return nil, err
 	}
 	w := &proc{id: p.gen.Add(1), pool: p, cmd: cmd, stdin: stdin, stdout: bufio.NewReaderSize(stdout, 64<<10), stderr: &tailBuffer{max: 4096}, loaded: map[string]bool{}, dead: make(chan struct{})}
 	cmd.Stderr = w.stderr
-	if err := cmd.Start(); err != nil {
+	err = cmd.Start()
+	closeChildEnds()
+	if err != nil {
+		stdin.Close()
+		stdout.Close()
 		return nil, fmt.Errorf("worker: start %s: %w", p.opts.Command[0], err)
 	}
 	lim := unix.Rlimit{Cur: p.opts.AddressSpaceBytes, Max: p.opts.AddressSpaceBytes}
@@ -213,4 +214,32 @@ func firstWords(s string) string {
 		return s[:200] + "…"
 	}
 	return s
+}
+
+// pipes connects cmd's stdin and stdout to two pipes and returns the
+// supervisor's ends, read and written with raw system calls (rawPipe);
+// closeChildEnds closes the worker's ends once it has started (or failed
+// to).
+func pipes(cmd *exec.Cmd) (stdin, stdout *rawPipe, closeChildEnds func(), err error) {
+	inR, inW, err := os.Pipe()
+	if err != nil {
+		return nil, nil, nil, fmt.Errorf("worker: pipe: %w", err)
+	}
+	outR, outW, err := os.Pipe()
+	if err != nil {
+		inR.Close()
+		inW.Close()
+		return nil, nil, nil, fmt.Errorf("worker: pipe: %w", err)
+	}
+	if stdin, err = newRawPipe(inW); err == nil {
+		stdout, err = newRawPipe(outR)
+	}
+	if err != nil {
+		for _, f := range []*os.File{inR, inW, outR, outW} {
+			f.Close()
+		}
+		return nil, nil, nil, fmt.Errorf("worker: pipe: %w", err)
+	}
+	cmd.Stdin, cmd.Stdout = inR, outW
+	return stdin, stdout, func() { inR.Close(); outW.Close() }, nil
 }
