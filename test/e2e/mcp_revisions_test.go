@@ -46,6 +46,7 @@ type manifestTool struct {
 		Idempotent  bool   `json:"idempotent"`
 		OpenWorld   bool   `json:"open_world"`
 	} `json:"annotations"`
+	icon string // the plugin's, shown on each of its tools
 }
 
 func manifestTools(t *testing.T, plugins ...string) map[string]manifestTool {
@@ -56,11 +57,15 @@ func manifestTools(t *testing.T, plugins ...string) map[string]manifestTool {
 		if err != nil {
 			t.Fatal(err)
 		}
-		var m struct{ Tools []manifestTool }
+		var m struct {
+			Icon  string
+			Tools []manifestTool
+		}
 		if err := json.Unmarshal(data, &m); err != nil {
 			t.Fatalf("%s/plugin.json: %v", p, err)
 		}
 		for _, tl := range m.Tools {
+			tl.icon = m.Icon
 			tools[tl.Name] = tl
 		}
 	}
@@ -101,6 +106,7 @@ func checkListedTools(t *testing.T, list map[string]any, want map[string]manifes
 		} else if !jsonEqual(tl["outputSchema"], m.OutputSchema) {
 			t.Errorf("%s: outputSchema %v, manifest output_schema %s", name, tl["outputSchema"], m.OutputSchema)
 		}
+		checkIcon(t, name, tl["icons"], m.icon)
 		a := m.Annotations
 		if a == nil {
 			if tl["annotations"] != nil || tl["title"] != nil {
@@ -124,6 +130,27 @@ func checkListedTools(t *testing.T, list map[string]any, want map[string]manifes
 	sort.Strings(wantNames)
 	if !slices.Equal(names, wantNames) {
 		t.Errorf("tools %v, want %v", names, wantNames)
+	}
+}
+
+// checkIcon: a plugin's icon reaches each of its tools as one MCP icon
+// with the same data: URI and its media type; no icon, no icons.
+func checkIcon(t *testing.T, tool string, icons any, want string) {
+	t.Helper()
+	list, _ := icons.([]any)
+	if want == "" {
+		if icons != nil {
+			t.Errorf("%s: icons %v, but its plugin has none", tool, icons)
+		}
+		return
+	}
+	var icon map[string]any
+	if len(list) == 1 {
+		icon, _ = list[0].(map[string]any)
+	}
+	mime, _, _ := strings.Cut(strings.TrimPrefix(want, "data:"), ";")
+	if icon == nil || icon["src"] != want || icon["mimeType"] != mime {
+		t.Errorf("%s: icons %.200v, want one with the plugin's data: URI (%s)", tool, icons, mime)
 	}
 }
 

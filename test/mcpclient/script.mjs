@@ -296,6 +296,7 @@ async function runStep(opts, sdk, step) {
             if (t.title !== undefined) o.title = t.title;
             if (t.outputSchema !== undefined) o.outputSchema = t.outputSchema;
             if (t.annotations !== undefined) o.annotations = t.annotations;
+            if (t.icons !== undefined) o.icons = t.icons;
             tools.push(o);
           }
           cursor = res.nextCursor;
