@@ -6,7 +6,7 @@ AS_PLUGINS := text
 GOFLAGS_TEST ?= -race -count=1 -timeout 8m
 FUZZTIME ?= 10s
 
-.PHONY: all build plugins run test lint check bench fuzz clean conformance
+.PHONY: all build plugins run test lint check bench fuzz clean conformance mcpclients
 
 all: build plugins
 
@@ -33,6 +33,15 @@ build/plugins/text.plugin: $(BIN) sample-plugins/text/plugin.json sample-plugins
 	cp sample-plugins/text/plugin.json build/plugins/text/plugin.json
 	$(BIN) plugin pack build/plugins/text -o $@
 
+# The MCP client CLIs the end-to-end tests drive: the official TypeScript
+# SDK v1 (test/mcpclient) and v2 (test/mcpclient2, both protocol revisions),
+# each pinned by its package-lock.json; no install scripts run.
+MCPCLIENTS := mcpclient mcpclient2
+mcpclients: $(MCPCLIENTS:%=test/%/node_modules/.package-lock.json)
+
+test/%/node_modules/.package-lock.json: test/%/package-lock.json
+	cd test/$* && npm ci --ignore-scripts --no-audit --no-fund --loglevel=error
+
 # The main job on the embedded default: a demo curator signs the samples, a
 # demo home trusts the key, installs them and calls a tool.
 run: plugins
@@ -41,7 +50,7 @@ run: plugins
 # The CLI journeys run without -race: their sandbox workers re-execute the
 # test binary, and compiling a Go guest with the race-instrumented compiler
 # takes minutes instead of seconds. Everything else runs with -race.
-test: plugins
+test: plugins mcpclients
 	$(GO) test $(GOFLAGS_TEST) $$($(GO) list ./... | grep -v '/cmd/toolhost$$')
 	$(GO) test -count=1 ./cmd/toolhost
 	$(MAKE) fuzz FUZZTIME=5s

@@ -15,6 +15,7 @@ import (
 
 	"github.com/toolhost/toolhost/curator"
 	"github.com/toolhost/toolhost/host"
+	"github.com/toolhost/toolhost/host/govern"
 	"github.com/toolhost/toolhost/host/toolerr"
 	"github.com/toolhost/toolhost/plugin"
 	"github.com/toolhost/toolhost/signing"
@@ -150,7 +151,8 @@ func (c *Client) Tools(ctx context.Context) ([]host.ToolInfo, error) {
 // entry point ctx is labelled with (EntryCLI when it is not). Cancelling
 // ctx closes the connection, which cancels the call in the host process.
 // A sink in ctx (host.WithCallEvents) gets the plugin's events as they
-// happen there.
+// happen there; when ctx carries a govern.Elicitor, a call that needs
+// approval asks it (see elicit.go).
 func (c *Client) Call(ctx context.Context, tool string, args []byte) (json.RawMessage, error) {
 	if _, ok := host.LookupEntry(ctx); !ok {
 		ctx = host.WithEntry(ctx, host.EntryCLI)
@@ -158,8 +160,9 @@ func (c *Client) Call(ctx context.Context, tool string, args []byte) (json.RawMe
 	var res json.RawMessage
 	var err error
 	path := "/v1/tools/" + url.PathEscape(tool) + "/call"
-	if sink := host.CallEventsOf(ctx); sink != nil {
-		res, err = c.callStreaming(ctx, path, args, sink)
+	sink, ask := host.CallEventsOf(ctx), govern.ElicitorOf(ctx)
+	if sink != nil || ask != nil {
+		res, err = c.callStreamed(ctx, path, args, sink, ask)
 	} else {
 		err = c.do(ctx, http.MethodPost, path, args, &res)
 	}

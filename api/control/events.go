@@ -1,14 +1,7 @@
 package control
 
 import (
-	"bytes"
-	"context"
-	"encoding/json"
-	"errors"
-	"fmt"
-	"io"
 	"math"
-	"net/http"
 	"strconv"
 	"sync"
 
@@ -71,81 +64,29 @@ func (s *streamEvents) put(e wireEvent) {
 	}
 }
 
-// streamCall runs a call whose caller wants its events, answering with
-// the events as they come and then the envelope.
-func streamCall(ctx context.Context, w http.ResponseWriter, r *http.Request, api API, tool string, args []byte) {
-	n, err := strconv.ParseUint(r.Header.Get(eventsHeader), 10, 8)
+// newStreamEvents makes the sink for a call whose caller asked for its
+// events at the level in header (a number; garbage gets progress only):
+// one goroutine writes the queued events to lw until stop, which returns
+// once everything queued is written.
+func newStreamEvents(header string, lw *lineWriter) (s *streamEvents, stop func()) {
+	n, err := strconv.ParseUint(header, 10, 8)
 	if err != nil {
-		n = uint64(host.LogOff) // a client that sends garbage gets progress only
+		n = uint64(host.LogOff)
 	}
-	s := &streamEvents{level: host.LogLevel(n), queue: make(chan wireEvent, 64), done: make(chan struct{})}
-	w.Header().Set("Content-Type", "application/json")
-	flusher, _ := w.(http.Flusher)
+	s = &streamEvents{level: host.LogLevel(n), queue: make(chan wireEvent, 64), done: make(chan struct{})}
 	go func() {
 		defer close(s.done)
-		enc := json.NewEncoder(w)
 		for e := range s.queue {
-			if enc.Encode(struct {
-				Event wireEvent `json:"event"`
-			}{e}) != nil {
-				continue // the caller went away: drain
-			}
-			if flusher != nil {
-				flusher.Flush()
-			}
+			// A caller that went away: drain.
+			_ = lw.write(callLine{Event: &e}, false)
 		}
 	}()
-	res, err := api.Call(host.WithCallEvents(ctx, s), tool, args)
-	s.mu.Lock()
-	s.closed = true
-	close(s.queue)
-	s.mu.Unlock()
-	<-s.done
-	// The status line may have gone out with the first event: the
-	// envelope alone tells success from failure.
-	_ = json.NewEncoder(w).Encode(struct {
-		Result json.RawMessage `json:"result,omitempty"`
-		Error  *wireError      `json:"error,omitempty"`
-	}{res, toWire(err)})
-}
-
-// callStreaming is the client side of a call with a sink: it passes the
-// events on as they arrive and returns the envelope's result.
-func (c *Client) callStreaming(ctx context.Context, path string, args []byte, sink host.CallEvents) (json.RawMessage, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, "http://toolhost"+path, bytes.NewReader(args))
-	if err != nil {
-		return nil, err
-	}
-	req.Header.Set(entryHeader, string(host.EntryOf(ctx)))
-	req.Header.Set(eventsHeader, strconv.Itoa(int(sink.LogLevel())))
-	resp, err := c.hc.Do(req)
-	if err != nil {
-		return nil, fmt.Errorf("control: the running toolhost did not answer: %w", err)
-	}
-	defer resp.Body.Close()
-	dec := json.NewDecoder(io.LimitReader(resp.Body, 64<<20))
-	events := 0
-	for {
-		var v struct {
-			Event  *wireEvent      `json:"event"`
-			Result json.RawMessage `json:"result"`
-			Error  *wireError      `json:"error"`
-		}
-		if err := dec.Decode(&v); err != nil {
-			if errors.Is(err, io.EOF) {
-				err = io.ErrUnexpectedEOF
-			}
-			return nil, fmt.Errorf("control: malformed answer (HTTP %d): %v", resp.StatusCode, err)
-		}
-		if v.Event == nil {
-			if len(v.Result) == 0 || string(v.Result) == "null" {
-				v.Result = nil
-			}
-			return v.Result, fromWire(v.Error)
-		}
-		if events++; events <= maxStreamedEvents {
-			passEvent(sink, *v.Event)
-		}
+	return s, func() {
+		s.mu.Lock()
+		s.closed = true
+		close(s.queue)
+		s.mu.Unlock()
+		<-s.done
 	}
 }
 

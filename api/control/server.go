@@ -97,6 +97,7 @@ func Serve(ctx context.Context, l net.Listener, api API, changes Watcher, log *s
 // generation differs from the one the client last saw.
 func Handler(api API, changes Watcher) http.Handler {
 	mux := http.NewServeMux()
+	elicit := &elicitations{}
 	reply := func(w http.ResponseWriter, v any, err error) {
 		w.Header().Set("Content-Type", "application/json")
 		if err != nil {
@@ -166,12 +167,15 @@ func Handler(api API, changes Watcher) http.Handler {
 			entry = host.EntryCLI
 		}
 		ctx := host.WithEntry(r.Context(), entry)
-		if r.Header.Get(eventsHeader) != "" {
-			streamCall(ctx, w, r, api, r.PathValue("name"), args)
+		if r.Header.Get(eventsHeader) != "" || r.Header.Get(elicitHeader) == "1" {
+			elicit.serveStreamedCall(ctx, w, r, api, r.PathValue("name"), args)
 			return
 		}
 		res, err := api.Call(ctx, r.PathValue("name"), args)
 		reply(w, res, err)
+	})
+	mux.HandleFunc("POST /v1/elicitations/{id}", func(w http.ResponseWriter, r *http.Request) {
+		reply(w, nil, elicit.serveAnswer(w, r))
 	})
 	mux.HandleFunc("GET /v1/trust", func(w http.ResponseWriter, r *http.Request) {
 		ts, err := api.TrustSet(r.Context())

@@ -109,6 +109,14 @@ func (s *Server) Handler(opts HTTPOptions) http.Handler {
 			if peek.method == "subscriptions/listen" {
 				liftWriteDeadline(w)
 			}
+			if peek.notification && r.Header.Get("Mcp-Method") == "" {
+				// 2026-07-28 requires Mcp-Method on requests and leaves
+				// notification POSTs without header rules; the SDK asks it
+				// of both. The TypeScript SDK v2 sends notifications/cancelled
+				// without it when it closes subscriptions/listen, so the
+				// header comes from the body here (see RATIONALE.md).
+				r.Header.Set("Mcp-Method", peek.method)
+			}
 			stateless.ServeHTTP(w, r)
 			return
 		}
@@ -123,8 +131,9 @@ func liftWriteDeadline(w http.ResponseWriter) {
 
 // peeked is what routing needs from a POST body.
 type peeked struct {
-	method      string
-	metaVersion string // _meta["io.modelcontextprotocol/protocolVersion"]
+	method       string
+	metaVersion  string // _meta["io.modelcontextprotocol/protocolVersion"]
+	notification bool   // a method and no id
 }
 
 // peekRequest reads the body (at most max+1 bytes, so a body over the cap
@@ -144,7 +153,8 @@ func peekRequest(r *http.Request, max int64) peeked {
 		return peeked{}
 	}
 	var msg struct {
-		Method string `json:"method"`
+		ID     json.RawMessage `json:"id"`
+		Method string          `json:"method"`
 		Params struct {
 			Meta map[string]json.RawMessage `json:"_meta"`
 		} `json:"params"`
@@ -152,7 +162,7 @@ func peekRequest(r *http.Request, max int64) peeked {
 	if json.Unmarshal(head, &msg) != nil {
 		return peeked{}
 	}
-	p := peeked{method: msg.Method}
+	p := peeked{method: msg.Method, notification: msg.Method != "" && msg.ID == nil}
 	_ = json.Unmarshal(msg.Params.Meta[mcp.MetaKeyProtocolVersion], &p.metaVersion)
 	return p
 }

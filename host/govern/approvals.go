@@ -51,7 +51,10 @@ func WithElicitor(ctx context.Context, e Elicitor) context.Context {
 	return context.WithValue(ctx, elicitorKey{}, e)
 }
 
-func elicitorOf(ctx context.Context) Elicitor {
+// ElicitorOf returns the Elicitor ctx is labelled with, or nil. A front end
+// that forwards calls to another process (the control socket) uses it to
+// carry the question across.
+func ElicitorOf(ctx context.Context) Elicitor {
 	e, _ := ctx.Value(elicitorKey{}).(Elicitor)
 	return e
 }
@@ -105,7 +108,7 @@ func (a *Approvals) Ask(ctx context.Context, p Pending) (Outcome, error) {
 	timer := time.NewTimer(timeout)
 	defer timer.Stop()
 
-	if e := elicitorOf(ctx); e != nil {
+	if e := ElicitorOf(ctx); e != nil {
 		ectx, cancel := context.WithCancel(ctx)
 		defer cancel()
 		go func() {

