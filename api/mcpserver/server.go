@@ -1,3 +1,5 @@
+//lint:file-ignore SA1019 MCP logging is deprecated from 2026-07-28 (SEP-2577) but still part of both revisions we serve; clients that ask for lines get them
+
 // Package mcpserver serves the host's tools over the Model Context Protocol,
 // with the official go-sdk, over stdio and streamable HTTP.
 //
