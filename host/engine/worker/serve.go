@@ -27,10 +27,6 @@ func Serve(ctx context.Context, r io.Reader, w io.Writer, cacheDir string) error
 	// The supervisor bounds this process from outside (RSS watchdog, address
 	// space limit); the soft limit makes the Go heap give memory back early.
 	debug.SetMemoryLimit(256 << 20)
-	// The heap holds little (linear memories live outside it), so the
-	// default GOGC=100 collects every few calls; a collection per several
-	// hundred calls costs nothing in memory and measurably less CPU.
-	debug.SetGCPercent(400)
 	eng, err := sandbox.NewInProcess(cacheDir)
 	if err != nil {
 		return err
