@@ -148,11 +148,7 @@ func startServer(tb testing.TB, s *subject) *server {
 	h := newHome(tb)
 	h.install(s, s.name, false)
 	srv := h.serve()
-	for range 50 { // compile, start every worker's instance
-		if err := srv.call(s.tool, s.input); err != nil {
-			tb.Fatal(err)
-		}
-	}
+	srv.warm(tb, s, 8)
 	return srv
 }
 
@@ -161,6 +157,7 @@ func startServer(tb testing.TB, s *subject) *server {
 // (server_cpu_us): unlike calls/s, it hardly moves when neighbours load
 // the machine, so it is the figure to compare changes by.
 func (srv *server) bench(b *testing.B, s *subject, clients int) {
+	srv.warm(b, s, clients)
 	cpu0 := treeCPU(srv.cmd.Process.Pid)
 	measureParallel(b, clients, func() error { return srv.call(s.tool, s.input) })
 	if cpu0 > 0 && b.N > 0 {
@@ -318,4 +315,29 @@ func treeRSS(pid int) (float64, error) {
 		}
 	}
 	return float64(kib) / 1024, nil
+}
+
+// warm calls the subject's tool from clients callers at once, 20 calls
+// each, so the worker pool has grown to what the measurement will use and
+// every worker has loaded the module: the pool retires idle workers after
+// a few seconds (while other rows run), and a worker started inside the
+// measurement would count its process start and module load.
+func (srv *server) warm(tb testing.TB, s *subject, clients int) {
+	var wg sync.WaitGroup
+	errs := make(chan error, clients)
+	for range clients {
+		wg.Go(func() {
+			for range 20 {
+				if err := srv.call(s.tool, s.input); err != nil {
+					errs <- err
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	close(errs)
+	if err := <-errs; err != nil {
+		tb.Fatal(err)
+	}
 }
