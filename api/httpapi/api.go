@@ -42,6 +42,12 @@ const DefaultMaxBodyBytes = 1 << 20
 type Options struct {
 	// Token is the bearer token every route but /healthz requires.
 	Token string
+	// InsecureNoToken serves every route without the bearer token. It is
+	// for test instances that clients unable to send headers must reach
+	// (the MCP conformance suite); the caller makes sure the listener is
+	// loopback-only (`serve --insecure-no-token` refuses anything else).
+	// Host and Origin are still checked.
+	InsecureNoToken bool
 	// AllowedHosts are the accepted Host values (and Origin hosts), each
 	// "name" (any port) or "name:port". Empty means localhost, 127.0.0.1
 	// and [::1] on the port the connection arrived on. Add other names
@@ -88,7 +94,7 @@ func New(b Backend, opts Options) (*API, error) {
 	if b == nil {
 		return nil, errors.New("httpapi: a Backend is required")
 	}
-	if opts.Token == "" {
+	if opts.Token == "" && !opts.InsecureNoToken {
 		return nil, errors.New("httpapi: Options.Token is required: the API is never served without authentication")
 	}
 	hosts, err := parseHostPatterns(opts.AllowedHosts)
@@ -201,7 +207,7 @@ func (a *API) guard(next http.Handler, auth bool) http.Handler {
 			writeError(w, &toolerr.Error{Code: e.Code, Message: e.Message})
 			return
 		}
-		if auth && !a.authorized(r) {
+		if auth && !a.opts.InsecureNoToken && !a.authorized(r) {
 			a.log.Info("request refused", "reason", CodeUnauthorized, "path", r.URL.Path, "remote", r.RemoteAddr)
 			writeError(w, toolerr.Errorf(CodeUnauthorized, "missing or wrong bearer token: send the header \"Authorization: Bearer <token>\" with the token from $TOOLHOST_HOME/token (or TOOLHOST_TOKEN)"))
 			return

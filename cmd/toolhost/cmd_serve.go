@@ -28,6 +28,7 @@ const version = "0.1.0"
 type serveOptions struct {
 	addr            string
 	allowNonLocal   bool
+	insecureNoToken bool
 	allowedHosts    []string
 	allowPrivateNet bool
 	logArguments    bool
@@ -72,6 +73,7 @@ reason in the log; everything else keeps serving.`,
 	f.StringVar(&o.addr, "addr", "127.0.0.1:7411", "listen address")
 	f.BoolVar(&o.allowNonLocal, "allow-non-loopback", false, "allow listening on a non-loopback address (exposes the API to the network)")
 	f.StringSliceVar(&o.allowedHosts, "allowed-host", nil, "extra Host names to accept (with --allow-non-loopback)")
+	f.BoolVar(&o.insecureNoToken, "insecure-no-token", false, "serve the API WITHOUT the bearer token, for test clients that cannot send headers (e.g. the MCP conformance suite); loopback addresses only: every local process can then call the tools")
 	f.IntVar(&g.admission.maxInFlight, "max-in-flight", 0, fmt.Sprintf("tool calls admitted at once, over every entry point; more wait in a queue (default %d)", host.DefaultMaxInFlight))
 	f.IntVar(&g.admission.maxPerPlugin, "max-in-flight-per-plugin", 0, fmt.Sprintf("calls of one plugin admitted at once (default %d)", host.DefaultMaxInFlightPerPlugin))
 	f.IntVar(&g.admission.maxQueued, "max-queued", 0, fmt.Sprintf("calls waiting for admission before answering busy (default %d)", host.DefaultMaxQueued))
@@ -90,6 +92,9 @@ func (g *globalOptions) serve(ctx context.Context, o serveOptions) error {
 		return usagef("--addr %q: %v", o.addr, err)
 	}
 	if ip := net.ParseIP(host); (ip == nil && host != "localhost") || (ip != nil && !ip.IsLoopback()) {
+		if o.insecureNoToken {
+			return usagef("--insecure-no-token serves the API without authentication and is refused on %s, which is not a loopback address: use 127.0.0.1 or [::1]", o.addr)
+		}
 		if !o.allowNonLocal {
 			return usagef("--addr %s is not a loopback address; pass --allow-non-loopback if you really mean to expose the API", o.addr)
 		}
@@ -98,6 +103,10 @@ func (g *globalOptions) serve(ctx context.Context, o serveOptions) error {
 	token, tokenSource, err := g.apiToken()
 	if err != nil {
 		return err
+	}
+	if o.insecureNoToken {
+		fmt.Fprintf(g.stderr, "WARNING: --insecure-no-token: the API on %s answers WITHOUT the bearer token; every process on this machine, of any user, can list and call the tools. Use it for test instances only.\n", o.addr)
+		tokenSource = "none needed (--insecure-no-token)"
 	}
 	g.logger = slog.New(slog.NewTextHandler(g.stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
 	g.allowPrivateNet = o.allowPrivateNet
@@ -141,7 +150,7 @@ func (g *globalOptions) serve(ctx context.Context, o serveOptions) error {
 		allowed = append(allowed, o.allowedHosts...)
 	}
 	api, err := httpapi.New(local.H, httpapi.Options{
-		Token: token, AllowedHosts: allowed, Registry: metrics.Registry(),
+		Token: token, InsecureNoToken: o.insecureNoToken, AllowedHosts: allowed, Registry: metrics.Registry(),
 		Logger: g.logger, Version: version, MCPSessionTimeout: o.mcpSession,
 		Approvals: g.gov.gov.Approvals(), AuditFile: g.gov.log.Path(),
 	})
