@@ -104,6 +104,8 @@ type server struct {
 	token string
 	cmd   *exec.Cmd
 	logs  *bytes.Buffer
+	// stderr guards logs while serve runs (read it with stderrText).
+	stderr *lockedWriter
 }
 
 func (w *world) serve(extra ...string) *server {
@@ -114,12 +116,13 @@ func (w *world) serve(extra ...string) *server {
 		w.t.Fatal(err)
 	}
 	logs := &bytes.Buffer{}
-	cmd.Stderr = &lockedWriter{w: logs}
+	stderr := &lockedWriter{w: logs}
+	cmd.Stderr = stderr
 	startAt := time.Now()
 	if err := cmd.Start(); err != nil {
 		w.t.Fatal(err)
 	}
-	s := &server{cmd: cmd, logs: logs}
+	s := &server{cmd: cmd, logs: logs, stderr: stderr}
 	w.t.Cleanup(func() {
 		start := time.Now()
 		defer func() { w.t.Logf("serve stopped in %v", time.Since(start)) }()
@@ -154,6 +157,13 @@ func (w *world) serve(extra ...string) *server {
 	}
 	s.token = strings.TrimSpace(string(tok))
 	return s
+}
+
+// stderrText is what serve wrote to stderr so far.
+func (s *server) stderrText() string {
+	s.stderr.mu.Lock()
+	defer s.stderr.mu.Unlock()
+	return s.logs.String()
 }
 
 type lockedWriter struct {

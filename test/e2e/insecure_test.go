@@ -44,8 +44,8 @@ func TestServeInsecureNoToken(t *testing.T) {
 	if code, _ := get("evil.example:80"); code == 200 {
 		t.Fatalf("a foreign Host was served without a token")
 	}
-	if !strings.Contains(s.logs.String(), "WARNING: --insecure-no-token") {
-		t.Fatalf("no warning on stderr:\n%s", s.logs)
+	if logs := s.stderrText(); !strings.Contains(logs, "WARNING: --insecure-no-token") {
+		t.Fatalf("no warning on stderr:\n%s", logs)
 	}
 
 	// Without the flag the token is required, as always.
