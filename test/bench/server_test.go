@@ -166,48 +166,57 @@ func (srv *server) bench(b *testing.B, s *subject, clients int) {
 }
 
 // treeCPU is the CPU time (user and system) used so far by process pid and
-// its live children, and the children it has waited for; 0 if /proc cannot
-// tell.
+// its live descendants, and the children it has waited for; 0 if /proc
+// cannot tell.
 func treeCPU(pid int) time.Duration {
-	ticks := procTicks(pid, true)
-	tasks, _ := filepath.Glob(fmt.Sprintf("/proc/%d/task/*/children", pid))
-	for _, t := range tasks {
-		data, _ := os.ReadFile(t)
-		for _, f := range strings.Fields(string(data)) {
-			if child, err := strconv.Atoi(f); err == nil {
-				ticks += procTicks(child, false)
-			}
+	var ticks int64
+	for i, p := range tree(pid) {
+		f := statFields(p)
+		last := 12 // utime, stime (fields 14, 15)
+		if i == 0 {
+			last = 14 // and cutime, cstime (16, 17) of the root
+		}
+		if len(f) <= last {
+			continue
+		}
+		for _, v := range f[11 : last+1] {
+			n, _ := strconv.ParseInt(v, 10, 64)
+			ticks += n
 		}
 	}
 	return time.Duration(ticks) * time.Second / 100 // USER_HZ
 }
 
-// procTicks reads utime+stime (and cutime+cstime when waited) of pid.
-func procTicks(pid int, waited bool) int64 {
-	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+// statFields are the fields of /proc/PID/stat after the command name
+// (which is in parentheses and may hold spaces): state first, so field N
+// of proc(5) is at index N-3. Nil if pid is gone.
+func statFields(pid int) []string {
+	stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
 	if err != nil {
-		return 0
+		return nil
 	}
-	// Fields after the command name, which is in parentheses and may
-	// hold spaces: state is field 3, utime 14 … cstime 17.
-	rest := string(data)
-	if i := strings.LastIndexByte(rest, ')'); i >= 0 {
-		rest = rest[i+1:]
+	return strings.Fields(string(stat[bytes.LastIndexByte(stat, ')')+1:]))
+}
+
+// tree is pid and its live descendants, pid first.
+func tree(pid int) []int {
+	children := map[int][]int{}
+	ents, _ := os.ReadDir("/proc")
+	for _, e := range ents {
+		p, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		if f := statFields(p); len(f) >= 2 {
+			ppid, _ := strconv.Atoi(f[1])
+			children[ppid] = append(children[ppid], p)
+		}
 	}
-	f := strings.Fields(rest)
-	if len(f) < 15 {
-		return 0
+	out := []int{pid}
+	for i := 0; i < len(out); i++ {
+		out = append(out, children[out[i]]...)
 	}
-	var sum int64
-	last := 12
-	if waited {
-		last = 14
-	}
-	for _, v := range f[11 : last+1] {
-		n, _ := strconv.ParseInt(v, 10, 64)
-		sum += n
-	}
-	return sum
+	return out
 }
 
 // BenchmarkStartup restarts a `toolhost serve` holding 20 installed copies
@@ -249,9 +258,9 @@ func BenchmarkStartup(b *testing.B) {
 				}
 			}
 		}
-		mib, err := treeRSS(srv.cmd.Process.Pid)
-		if err != nil {
-			b.Fatal(err)
+		mib := treeRSS(srv.cmd.Process.Pid)
+		if mib == 0 {
+			b.Fatal("no resident memory read from /proc for serve and its workers")
 		}
 		rss = append(rss, mib)
 		srv.stop()
@@ -274,35 +283,9 @@ func median(xs []float64) float64 {
 }
 
 // treeRSS sums VmRSS over pid and its descendants, in MiB.
-func treeRSS(pid int) (float64, error) {
-	children := map[int][]int{}
-	ents, err := os.ReadDir("/proc")
-	if err != nil {
-		return 0, err
-	}
-	for _, e := range ents {
-		p, err := strconv.Atoi(e.Name())
-		if err != nil {
-			continue
-		}
-		stat, err := os.ReadFile(filepath.Join("/proc", e.Name(), "stat"))
-		if err != nil {
-			continue
-		}
-		// pid (comm) state ppid …: comm may hold spaces, so split after ')'.
-		rest := stat[bytes.LastIndexByte(stat, ')')+1:]
-		f := strings.Fields(string(rest))
-		if len(f) < 2 {
-			continue
-		}
-		ppid, _ := strconv.Atoi(f[1])
-		children[ppid] = append(children[ppid], p)
-	}
+func treeRSS(pid int) float64 {
 	var kib int64
-	todo := []int{pid}
-	for len(todo) > 0 {
-		p := todo[0]
-		todo = append(todo[1:], children[p]...)
+	for _, p := range tree(pid) {
 		status, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", p))
 		if err != nil {
 			continue
@@ -314,7 +297,7 @@ func treeRSS(pid int) (float64, error) {
 			}
 		}
 	}
-	return float64(kib) / 1024, nil
+	return float64(kib) / 1024
 }
 
 // warm calls the subject's tool from clients callers at once, 20 calls

@@ -6,16 +6,12 @@ import (
 	"context"
 	"fmt"
 	"net/http"
-	"os"
-	"path/filepath"
 	"slices"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
-
-	"github.com/toolhost/toolhost/internal/testplugins"
 )
 
 // A plugin's own log lines (pdk.Log) and progress (toolhost.progress) reach
@@ -25,12 +21,7 @@ import (
 // ask hears nothing.
 func TestMCPPluginEventsThroughWorkers(t *testing.T) {
 	w := newWorld(t)
-	bundle := filepath.Join(w.dir, "conformance.plugin")
-	if err := os.WriteFile(bundle, testplugins.Bundle(t, "conformance").Bytes(), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	w.run("curator", "sign", "--key", filepath.Join(w.dir, "alice.key"), bundle)
-	w.run("plugin", "install", bundle)
+	w.run("plugin", "install", w.signedBundle("conformance"))
 
 	// stdio first: while serve runs, `toolhost mcp` would use it instead.
 	for _, version := range []string{"2025-11-25", "2026-07-28"} {

@@ -2,14 +2,10 @@ package e2e
 
 import (
 	"context"
-	"os"
-	"path/filepath"
 	"testing"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
-
-	"github.com/toolhost/toolhost/internal/testplugins"
 )
 
 // A standalone `toolhost mcp` (no serve running) starts serve's worker
@@ -17,12 +13,7 @@ import (
 // answers while test_tool_with_progress (2.5 s) still runs.
 func TestMCPStdioStandaloneSlowCallDoesNotBlock(t *testing.T) {
 	w := newWorld(t)
-	bundle := filepath.Join(w.dir, "conformance.plugin")
-	if err := os.WriteFile(bundle, testplugins.Bundle(t, "conformance").Bytes(), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	w.run("curator", "sign", "--key", filepath.Join(w.dir, "alice.key"), bundle)
-	w.run("plugin", "install", bundle)
+	w.run("plugin", "install", w.signedBundle("conformance"))
 
 	cmd := w.cmd("mcp")
 	started := make(chan struct{}, 16)
