@@ -275,6 +275,17 @@ func (l *Log) write(r Record) (Record, error) {
 		r.Message = truncate(r.Message) + " (argument values left out: too long for one record)"
 		line, hash, err = encode(r)
 	}
+	if err == nil && len(line) >= MaxLineBytes {
+		// The rest that can be long comes from callers (a tool name that
+		// does not exist, a reason): keep its start, never a line that
+		// Open would refuse as damaged.
+		r.Tool, r.Subject, r.Detail, r.DecidedBy, r.Actor = truncate(r.Tool), truncate(r.Subject), truncate(r.Detail), truncate(r.DecidedBy), truncate(r.Actor)
+		r.Message = truncate(r.Message) + " (fields shortened: too long for one record)"
+		line, hash, err = encode(r)
+		if err == nil && len(line) >= MaxLineBytes {
+			err = fmt.Errorf("%d bytes even shortened, the limit is %d", len(line), MaxLineBytes)
+		}
+	}
 	if err != nil {
 		return Record{}, fmt.Errorf("audit: encode record: %w", err)
 	}

@@ -297,3 +297,33 @@ func BenchmarkAppendParallel(b *testing.B) {
 		}
 	})
 }
+
+// A record whose caller-chosen fields are huge (a tool name that does not
+// exist, JSON-escaped six times its size) is shortened, not written as a
+// line that the next Open refuses as damaged.
+func TestOversizedRecordIsShortenedAndReopens(t *testing.T) {
+	path := filepath.Join(t.TempDir(), FileName)
+	l, err := Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	name := strings.Repeat(`\"`, 60_000)
+	r, err := l.Append(Record{Kind: KindCall, Tool: name, Message: "no tool named " + name})
+	if err != nil {
+		t.Fatalf("append: %v", err)
+	}
+	if !strings.Contains(r.Message, "fields shortened") || len(r.Tool) > 100 {
+		t.Fatalf("record not shortened: tool %d bytes, message %.100q", len(r.Tool), r.Message)
+	}
+	l.Close()
+	l, err = Open(path)
+	if err != nil {
+		t.Fatalf("reopen after an oversized record: %v", err)
+	}
+	l.Close()
+	f, _ := os.Open(path)
+	defer f.Close()
+	if s, err := Verify(f, ""); err != nil || s.Records != 1 {
+		t.Fatalf("Verify = %+v, %v", s, err)
+	}
+}
