@@ -75,8 +75,12 @@ type callLine struct {
 	Code    string `json:"code,omitempty"`
 }
 
-func (s *Server) logCall(ctx context.Context, ss *mcp.ServerSession, level mcp.LoggingLevel, line callLine) {
-	if ss == nil || !s.logs.allow(ss, time.Now()) {
+// logCall sends one of the host's lines about req's call, if its client
+// asked for that level. The check comes before the rate limiter, so calls
+// whose client wants no lines (most of them) cost no limiter entry.
+func (s *Server) logCall(ctx context.Context, req *mcp.CallToolRequest, level mcp.LoggingLevel, line callLine) {
+	ss := req.Session
+	if ss == nil || hostLineLevel(level) < s.pluginLogLevel(req) || !s.logs.allow(ss, time.Now()) {
 		return
 	}
 	// A failed send is the client's transport going away; the call's
@@ -84,10 +88,24 @@ func (s *Server) logCall(ctx context.Context, ss *mcp.ServerSession, level mcp.L
 	_ = ss.Log(ctx, &mcp.LoggingMessageParams{Level: level, Logger: "toolhost", Data: line})
 }
 
+// hostLineLevel is the plugin-line level (host.LogLevel) of a host line's
+// MCP level, to compare with what the client asked for.
+func hostLineLevel(level mcp.LoggingLevel) host.LogLevel {
+	switch level {
+	case "debug":
+		return host.LogDebug
+	case "info":
+		return host.LogInfo
+	case "warning":
+		return host.LogWarn
+	}
+	return host.LogError
+}
+
 type callStartKey struct{}
 
 func (s *Server) logStart(ctx context.Context, req *mcp.CallToolRequest) context.Context {
-	s.logCall(ctx, req.Session, "debug", callLine{Tool: req.Params.Name, Message: "call started"})
+	s.logCall(ctx, req, "debug", callLine{Tool: req.Params.Name, Message: "call started"})
 	return context.WithValue(ctx, callStartKey{}, time.Now())
 }
 
@@ -100,7 +118,7 @@ func (s *Server) logEnd(ctx context.Context, req *mcp.CallToolRequest, err error
 	line := callLine{Tool: req.Params.Name}
 	if err == nil {
 		line.Message = "call answered" + took
-		s.logCall(ctx, req.Session, "debug", line)
+		s.logCall(ctx, req, "debug", line)
 		return
 	}
 	var te *toolerr.Error
@@ -122,7 +140,7 @@ func (s *Server) logEnd(ctx context.Context, req *mcp.CallToolRequest, err error
 	default:
 		line.Message = "call failed" + took + ": " + te.Message
 	}
-	s.logCall(ctx, req.Session, level, line)
+	s.logCall(ctx, req, level, line)
 }
 
 // Plugins' own log lines (extism log_*, pdk.Log) reach a client that asked
@@ -191,7 +209,7 @@ func (s *Server) trackLevels(next mcp.MethodHandler) mcp.MethodHandler {
 func (s *Server) pluginLogLevel(req *mcp.CallToolRequest) host.LogLevel {
 	level := s.levels.get(req.Session)
 	if meta := req.Params.GetMeta(); meta != nil {
-		if v, _ := meta[mcp.MetaKeyProtocolVersion].(string); v >= "2026-07-28" {
+		if v, _ := meta[mcp.MetaKeyProtocolVersion].(string); v >= statelessRevision {
 			l, _ := meta[mcp.MetaKeyLogLevel].(string)
 			level = mcp.LoggingLevel(l)
 		}
