@@ -149,8 +149,8 @@ func TestSecretReachesOnlyItsHost(t *testing.T) {
 	if err := r.host.RemoveSecret("dump", "api_token"); err != nil {
 		t.Fatal(err)
 	}
-	if out := fetch(bound); !strings.Contains(out, "has no value") {
-		t.Fatal("after removing the secret the request did not say it has no value")
+	if out := fetch(bound); !strings.Contains(out, "has no value") || !strings.Contains(out, "toolhost secret set dump api_token") {
+		t.Fatalf("after removing the secret the request did not say it has no value and how to set it: %s", out)
 	}
 	if err := r.host.Remove("dump"); err != nil {
 		t.Fatal(err)

@@ -45,6 +45,7 @@ var errDenied = errors.New("permission denied")
 // host's own network). Names are resolved here and the checked address is
 // the one dialed; the dialer's Control re-checks the socket address.
 type egress struct {
+	plugin       string   // the plugin's name, for messages
 	hosts        []string // from the signed manifest
 	allowPrivate bool     // operator's explicit grant for private/loopback addresses
 	secrets      []engine.Secret

@@ -147,7 +147,7 @@ func (e *InProcess) Compile(ctx context.Context, spec engine.Spec) (engine.Modul
 	if err != nil {
 		return nil, err
 	}
-	eg := egress{hosts: spec.Permissions.AllowedHosts, allowPrivate: spec.AllowPrivateNetwork, secrets: spec.Secrets}
+	eg := egress{plugin: spec.Name, hosts: spec.Permissions.AllowedHosts, allowPrivate: spec.AllowPrivateNetwork, secrets: spec.Secrets}
 	cctx := experimental.WithFunctionListenerFactory(ctx, listeners)
 	cp, err := extism.NewCompiledPlugin(cctx, manifest, extism.PluginConfig{RuntimeConfig: rc, EnableWasi: true}, hostFunctions(eg))
 	if err != nil {

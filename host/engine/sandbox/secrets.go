@@ -29,7 +29,7 @@ func (e egress) requestedSecrets(names []string, host string) ([]engine.Secret, 
 			return nil, fmt.Errorf("%w: secret %q may only be sent to %v, not to %q", errDenied, name, s.Hosts, host)
 		}
 		if s.Value == "" {
-			return nil, fmt.Errorf("secret %q has no value: the operator sets it with `toolhost secret set PLUGIN %s`", name, name)
+			return nil, fmt.Errorf("secret %q of plugin %s has no value: the operator sets it with `toolhost secret set %s %s`", name, e.plugin, e.plugin, name)
 		}
 		out = append(out, s)
 	}

@@ -97,7 +97,7 @@ func TestFetchSecretsOnlyToBoundHosts(t *testing.T) {
 		}
 		return nil, fmt.Errorf("no such host %s", host)
 	}
-	e := egress{hosts: []string{"api.test", "other.test"}, allowPrivate: true, lookup: lookup, secrets: testSecrets()}
+	e := egress{plugin: "weather", hosts: []string{"api.test", "other.test"}, allowPrivate: true, lookup: lookup, secrets: testSecrets()}
 	a := "http://api.test:" + portOf(bound.srv)
 	b := "http://other.test:" + portOf(other.srv)
 	both := []string{"api_token", "api_key"}
@@ -156,7 +156,7 @@ func TestFetchSecretsOnlyToBoundHosts(t *testing.T) {
 	}
 	errs = append(errs, err)
 	_, err = e.fetch(t.Context(), fetchRequest{URL: a + "/", Secrets: []string{"unset"}})
-	if err == nil || errors.Is(err, errDenied) || !strings.Contains(err.Error(), "toolhost secret set") {
+	if err == nil || errors.Is(err, errDenied) || !strings.Contains(err.Error(), "toolhost secret set weather unset") {
 		t.Fatalf("unset secret: %v, want an error saying how to set it", err)
 	}
 	errs = append(errs, err)
