@@ -236,8 +236,9 @@ func (a *admission) waitIdle(ctx context.Context) error {
 		case <-idle:
 		case <-ctx.Done():
 			return ctx.Err()
-		case <-time.After(time.Second): // re-check: a new call may have started
 		}
+		// Closed: the loop reads idle again, a new channel if a call
+		// started meanwhile.
 	}
 }
 
