@@ -78,8 +78,7 @@ bench: plugins
 # test/conformance/package-lock.json with the Node 22 it needs) against a
 # real serve with the signed fixture plugin; expected failures, each with a
 # reason, are in test/conformance/baseline-*.yaml.
-conformance:
-	cd test/conformance && npm ci --ignore-scripts --no-audit --no-fund --loglevel=error
+conformance: test/conformance/node_modules/.package-lock.json
 	TOOLHOST_CONFORMANCE=1 $(GO) test -count=1 -timeout 20m -v -run TestConformance ./test/conformance
 
 # Every fuzz target, FUZZTIME each (make fuzz FUZZTIME=10m for long runs).

@@ -147,9 +147,7 @@ func (s *server) call(tool string, args []byte) error {
 func startServer(tb testing.TB, s *subject) *server {
 	h := newHome(tb)
 	h.install(s, s.name, false)
-	srv := h.serve()
-	srv.warm(tb, s, 8)
-	return srv
+	return h.serve() // each row warms it (server.bench)
 }
 
 // bench measures the subject's tool over HTTP with keep-alive clients.

@@ -54,7 +54,7 @@ func TestConformance(t *testing.T) {
 	if _, err := os.Stat(node); err != nil {
 		t.Fatalf("Node 22 is missing: run `npm ci` in %s (make conformance does)", here)
 	}
-	endpoint := startServe(t, root)
+	endpoint := startServe(t)
 
 	for _, r := range runs {
 		t.Run(r.name, func(t *testing.T) {
@@ -136,15 +136,10 @@ func summary(out string) string {
 
 // startServe builds toolhost, installs the signed fixture plugin in a fresh
 // home, starts serve without a token (loopback) and returns its /mcp URL.
-func startServe(t *testing.T, root string) string {
+func startServe(t *testing.T) string {
 	t.Helper()
 	dir := t.TempDir()
-	bin := filepath.Join(dir, "toolhost")
-	build := exec.Command("go", "build", "-o", bin, "./cmd/toolhost")
-	build.Dir = root
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
+	bin := testplugins.Toolhost(t)
 	env := append(os.Environ(), "TOOLHOST_HOME="+filepath.Join(dir, "home"))
 	run := func(args ...string) {
 		t.Helper()

@@ -103,9 +103,7 @@ type server struct {
 	url   string
 	token string
 	cmd   *exec.Cmd
-	logs  *bytes.Buffer
-	// stderr guards logs while serve runs (read it with stderrText).
-	stderr *lockedWriter
+	logs  *testplugins.SyncBuffer // serve's stderr
 }
 
 func (w *world) serve(extra ...string) *server {
@@ -115,14 +113,13 @@ func (w *world) serve(extra ...string) *server {
 	if err != nil {
 		w.t.Fatal(err)
 	}
-	logs := &bytes.Buffer{}
-	stderr := &lockedWriter{w: logs}
-	cmd.Stderr = stderr
+	logs := &testplugins.SyncBuffer{}
+	cmd.Stderr = logs
 	startAt := time.Now()
 	if err := cmd.Start(); err != nil {
 		w.t.Fatal(err)
 	}
-	s := &server{cmd: cmd, logs: logs, stderr: stderr}
+	s := &server{cmd: cmd, logs: logs}
 	w.t.Cleanup(func() {
 		start := time.Now()
 		defer func() { w.t.Logf("serve stopped in %v", time.Since(start)) }()
@@ -148,7 +145,7 @@ func (w *world) serve(extra ...string) *server {
 	}
 	w.t.Logf("serve started in %v", time.Since(startAt))
 	if s.url == "" {
-		w.t.Fatalf("serve did not start; stderr:\n%s", logs)
+		w.t.Fatalf("serve did not start; stderr:\n%s", logs.String())
 	}
 	go io.Copy(io.Discard, stdout)
 	tok, err := os.ReadFile(filepath.Join(w.home, "token"))
@@ -157,24 +154,6 @@ func (w *world) serve(extra ...string) *server {
 	}
 	s.token = strings.TrimSpace(string(tok))
 	return s
-}
-
-// stderrText is what serve wrote to stderr so far.
-func (s *server) stderrText() string {
-	s.stderr.mu.Lock()
-	defer s.stderr.mu.Unlock()
-	return s.logs.String()
-}
-
-type lockedWriter struct {
-	mu sync.Mutex
-	w  io.Writer
-}
-
-func (l *lockedWriter) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.w.Write(p)
 }
 
 type response struct {

@@ -44,7 +44,7 @@ func TestServeInsecureNoToken(t *testing.T) {
 	if code, _ := get("evil.example:80"); code == 200 {
 		t.Fatalf("a foreign Host was served without a token")
 	}
-	if logs := s.stderrText(); !strings.Contains(logs, "WARNING: --insecure-no-token") {
+	if logs := s.logs.String(); !strings.Contains(logs, "WARNING: --insecure-no-token") {
 		t.Fatalf("no warning on stderr:\n%s", logs)
 	}
 

@@ -23,7 +23,7 @@ type mcpClient struct {
 	cmd    *exec.Cmd
 	in     io.WriteCloser
 	lines  chan string
-	errOut *lockedWriter
+	errOut *testplugins.SyncBuffer
 }
 
 // nodeClient names a client CLI: its directory under test/, the SDK
@@ -99,7 +99,7 @@ func startNodeClient(t *testing.T, w *world, nc nodeClient, args ...string) *mcp
 	if err != nil {
 		t.Fatal(err)
 	}
-	stderr := &lockedWriter{w: &strings.Builder{}}
+	stderr := &testplugins.SyncBuffer{}
 	cmd.Stderr = stderr
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
@@ -145,9 +145,7 @@ func (c *mcpClient) close() error {
 
 // stderr is what the client has written to stderr so far.
 func (c *mcpClient) stderr() string {
-	c.errOut.mu.Lock()
-	defer c.errOut.mu.Unlock()
-	return c.errOut.w.(*strings.Builder).String()
+	return c.errOut.String()
 }
 
 // step sends one step and decodes its output line.
