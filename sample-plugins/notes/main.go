@@ -4,7 +4,9 @@
 //
 // Notes live in the plugin's instance memory (the manifest opts in to
 // reuse_instances): they last while the host keeps that instance, and are
-// gone after a restart. The plugin has no file or network grant.
+// gone after a restart. Each worker process has its own instance, so under
+// concurrent calls a list shows only the notes of the instance that
+// answered: a demo of reused state, not a store. The plugin has no file or network grant.
 //
 // Built as a WASI reactor (GOOS=wasip1 GOARCH=wasm, -buildmode=c-shared).
 package main
@@ -53,7 +55,12 @@ func listNotes() int32 {
 	for id, text := range notes {
 		out = append(out, note{ID: id, Text: text})
 	}
-	sort.Slice(out, func(i, j int) bool { return out[i].ID < out[j].ID })
+	sort.Slice(out, func(i, j int) bool { // ids are decimal: 2 before 10
+		if len(out[i].ID) != len(out[j].ID) {
+			return len(out[i].ID) < len(out[j].ID)
+		}
+		return out[i].ID < out[j].ID
+	})
 	return guest.Succeed(map[string]any{"notes": out})
 }
 
