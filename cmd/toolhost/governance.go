@@ -2,6 +2,8 @@ package main
 
 import (
 	"fmt"
+	"os"
+	"time"
 	"path/filepath"
 
 	"github.com/toolhost/toolhost/api/control"
@@ -10,6 +12,16 @@ import (
 	"github.com/toolhost/toolhost/host/govern"
 	"github.com/toolhost/toolhost/store"
 )
+
+// auditGroupDelay bounds how long a call's answer may wait for other
+// running calls to end so that one fsync of the audit log covers them all
+// (audit.Log.Group). TOOLHOST_AUDIT_GROUP_DELAY overrides it (experiments).
+var auditGroupDelay = func() time.Duration {
+	if d, err := time.ParseDuration(os.Getenv("TOOLHOST_AUDIT_GROUP_DELAY")); err == nil {
+		return d
+	}
+	return 500 * time.Microsecond
+}()
 
 // governance is what the process holding the store adds around its host:
 // the audit log (a call observer, and the record of every change) and the

@@ -327,3 +327,62 @@ func TestOversizedRecordIsShortenedAndReopens(t *testing.T) {
 		t.Fatalf("Verify = %+v, %v", s, err)
 	}
 }
+
+// TestGroupWaitsForRunningCalls: with Group, the appender leading an fsync
+// waits while calls are still running, so the records of calls that end
+// together share one fsync; the wait ends as soon as none is running (the
+// delay bound is an hour here: a wait that did not end on that would hang).
+func TestGroupWaitsForRunningCalls(t *testing.T) {
+	l, err := Open(filepath.Join(t.TempDir(), FileName))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	var syncs atomic.Int64
+	l.fsync = func(f *os.File) error { syncs.Add(1); return datasync(f) }
+	const calls = 6
+	l.Group(func() int {
+		l.mu.Lock()
+		defer l.mu.Unlock()
+		return calls - int(l.seq)
+	}, time.Hour)
+	var wg sync.WaitGroup
+	for range calls {
+		wg.Go(func() {
+			if _, err := l.Append(Record{Kind: KindCall, Tool: "echo"}); err != nil {
+				t.Error(err)
+			}
+		})
+	}
+	wg.Wait()
+	if n := syncs.Load(); n != 1 {
+		t.Fatalf("%d fsyncs for %d calls ending together, want 1", n, calls)
+	}
+	// A lone call (nothing else running) does not wait.
+	l.Group(func() int { return 0 }, time.Hour)
+	if _, err := l.Append(Record{Kind: KindCall, Tool: "echo"}); err != nil {
+		t.Fatal(err)
+	}
+	if n := syncs.Load(); n != 2 {
+		t.Fatalf("%d fsyncs after a lone call, want 2", n)
+	}
+}
+
+// TestGroupDelayIsBounded: a call that keeps running (a slow tool) holds
+// the others' answers back by at most the delay.
+func TestGroupDelayIsBounded(t *testing.T) {
+	l, err := Open(filepath.Join(t.TempDir(), FileName))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	l.Group(func() int { return 1 }, time.Millisecond)
+	for range 3 {
+		if _, err := l.Append(Record{Kind: KindCall, Tool: "echo"}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if seq, _ := l.Head(); seq != 3 {
+		t.Fatalf("head %d, want 3", seq)
+	}
+}

@@ -20,13 +20,27 @@ import (
 	"github.com/toolhost/toolhost/plugin"
 )
 
+// gcLimit is the Go runtime memory at which a worker collects garbage. A
+// worker keeps little that lives (≈ 2 MiB: compiled modules, the instance
+// cache) and makes much short garbage per call (each extism kernel call
+// allocates a 10 KiB wazero call stack): at the default GOGC=100 the
+// collector ran every ~10 echo calls and took half the worker's CPU
+// (RATIONALE.md, "Worker garbage collection"). With GOGC off it runs every
+// few hundred calls. The limit is also what garbage can hold: unlike a
+// larger GOGC, it does not grow with a call's live heap (GOGC=400 let a
+// hostile call's garbage cross the RSS cap); linear memories are mapped
+// outside the Go heap and do not count.
+const gcLimit = 48 << 20
+
 // Serve is the worker side: it reads requests from r, runs them with an
 // in-process engine and writes replies to w, one request at a time, until r
 // ends. It is what `toolhost sandbox-worker` runs.
 func Serve(ctx context.Context, r io.Reader, w io.Writer, cacheDir string) error {
 	// The supervisor bounds this process from outside (RSS watchdog, address
-	// space limit); the soft limit makes the Go heap give memory back early.
-	debug.SetMemoryLimit(256 << 20)
+	// space limit). Inside, the collector runs when the runtime's memory
+	// reaches gcLimit rather than when the heap doubles: see gcLimit.
+	debug.SetGCPercent(-1)
+	debug.SetMemoryLimit(gcLimit)
 	eng, err := sandbox.NewInProcess(cacheDir)
 	if err != nil {
 		return err
