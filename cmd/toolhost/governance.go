@@ -3,8 +3,8 @@ package main
 import (
 	"fmt"
 	"os"
-	"time"
 	"path/filepath"
+	"time"
 
 	"github.com/toolhost/toolhost/api/control"
 	"github.com/toolhost/toolhost/host"
