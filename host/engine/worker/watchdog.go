@@ -8,6 +8,8 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/toolhost/toolhost/host/engine"
@@ -18,87 +20,156 @@ import (
 // which therefore never started it: the call may go to another worker.
 var errNotDelivered = errors.New("worker: request not delivered")
 
-// result is what a round trip's reader got: the reply frame or an error.
-type result struct {
-	f   frame
-	err error
-}
-
-// roundTrip sends one request and waits for the reply. It is the watchdog of
-// that round trip: it kills the worker when no reply has come by kill (the
-// call's deadline plus grace: the worker stops the call itself at the
-// deadline, so this catches what it cannot stop, like loop-free code or a
-// spinning compiler), when its memory passes the cap, or when ctx is
+// roundTrip sends one request and waits for the reply, reading it on the
+// calling goroutine (the poller wakes the caller itself when the reply
+// arrives: no helper goroutine, no channel hand-off per call). Its
+// watchdogs are timers that act on the worker, never on the reader: they
+// kill the worker when no reply has come by kill (the call's deadline plus
+// grace: the worker stops the call itself at the deadline, so this catches
+// what it cannot stop, like loop-free code or a spinning compiler), when
+// its memory passes the cap (checked every rssEvery), or when ctx is
 // cancelled (the caller went away: nobody waits for the answer, and the
-// call's worker and share must be free again) and the worker does not stop
-// the request within cancelGrace of being asked to.
+// call's worker and share must be free again) and the worker does not
+// stop the request within cancelGrace of being asked to. A killed worker
+// closes its pipe, the read fails, and deathError says why.
 //
 // ctx ending by its deadline is not acted on here: the worker answers
 // timeout itself, or kill comes.
 func (p *Pool) roundTrip(ctx context.Context, w *proc, kind byte, header any, body []byte, kill time.Time, maxReply int) (replyHeader, []byte, error) {
-	done := make(chan result, 1)
-	written := make(chan struct{}) // closed once the request is written
 	events := newRelay(engine.EventsOf(ctx))
-	go func() {
-		if err := writeFrame(w.stdin, kind, header, body); err != nil {
-			done <- result{err: fmt.Errorf("%w: %w", errNotDelivered, err)}
+	wd := &watchdog{p: p, w: w, cancelDone: make(chan struct{})}
+	deadline := time.AfterFunc(time.Until(kill), func() {
+		p.notePeak(peakResidentBytes(w.cmd.Process.Pid))
+		wd.kill(killDeadline)
+	})
+	wd.mu.Lock()
+	wd.rss = time.AfterFunc(rssEvery, wd.checkRSS)
+	wd.mu.Unlock()
+	stopCancel := context.AfterFunc(ctx, wd.cancelled(ctx))
+	defer func() {
+		deadline.Stop()
+		wd.mu.Lock()
+		wd.over = true
+		wd.rss.Stop()
+		wd.mu.Unlock()
+		if !stopCancel() {
+			// The cancel watchdog ran: wait until it has written its
+			// frame, so that it cannot reach the worker's next request.
+			<-wd.cancelDone
+		}
+		wd.stopGrace()
+	}()
+
+	f, err := frame{}, writeFrame(w.stdin, kind, header, body)
+	if err != nil {
+		err = fmt.Errorf("%w: %w", errNotDelivered, err)
+	} else {
+		wd.written.Store(true)
+		f, err = events.readReply(w.stdout, maxReply)
+	}
+	if err != nil {
+		// The worker closed its end: it died, was killed by a watchdog
+		// (or wrote garbage, which readFrame refuses before allocating).
+		w.kill(killCrashed)
+		<-w.dead
+		if errors.Is(err, errNotDelivered) && w.killReason() == killCrashed {
+			return replyHeader{}, nil, err
+		}
+		return replyHeader{}, nil, p.deathError(w, err)
+	}
+	if f.kind != kindReply {
+		w.kill(killProtocol)
+		return replyHeader{}, nil, toolerr.Errorf(toolerr.CodeInternal, "sandbox worker sent an unexpected frame")
+	}
+	var h replyHeader
+	if err := json.Unmarshal(f.header, &h); err != nil {
+		w.kill(killProtocol)
+		return replyHeader{}, nil, toolerr.Errorf(toolerr.CodeInternal, "sandbox worker sent a malformed reply")
+	}
+	if errors.Is(ctx.Err(), context.Canceled) {
+		return replyHeader{}, nil, engine.Cancelled() // nobody waits for the answer
+	}
+	p.notePeak(h.PeakRSS)
+	return h, f.body, nil
+}
+
+// rssEvery is how often a running request's worker memory is checked.
+const rssEvery = 10 * time.Millisecond
+
+// watchdog is the timers of one round trip.
+type watchdog struct {
+	p       *Pool
+	w       *proc
+	written atomic.Bool // the request is all written
+
+	cancelDone chan struct{} // closed when the cancel watchdog is done
+	mu         sync.Mutex
+	rss        *time.Timer // the memory check (guarded by mu)
+	over       bool        // the round trip has ended (guarded by mu)
+	grace      *time.Timer // set by the cancel watchdog (guarded by mu)
+}
+
+// kill kills the worker unless the round trip has ended: a timer that
+// fires as the reply comes must not kill a worker that answered.
+func (wd *watchdog) kill(reason killReason) {
+	wd.mu.Lock()
+	defer wd.mu.Unlock()
+	if !wd.over {
+		wd.w.kill(reason)
+	}
+}
+
+func (wd *watchdog) checkRSS() {
+	wd.mu.Lock()
+	over := wd.over
+	wd.mu.Unlock()
+	if over {
+		return
+	}
+	rss := residentBytes(wd.w.cmd.Process.Pid)
+	wd.p.notePeak(rss)
+	if rss > wd.p.opts.MaxRSSBytes {
+		wd.p.notePeak(peakResidentBytes(wd.w.cmd.Process.Pid))
+		wd.kill(killMemory)
+		return
+	}
+	wd.mu.Lock()
+	if !wd.over {
+		wd.rss.Reset(rssEvery)
+	}
+	wd.mu.Unlock()
+}
+
+// cancelled is the watchdog run when ctx ends: if its caller went away,
+// the worker is asked to stop the request (a cancel frame) and killed if
+// it has not answered within cancelGrace.
+func (wd *watchdog) cancelled(ctx context.Context) func() {
+	return func() {
+		defer close(wd.cancelDone)
+		if !errors.Is(ctx.Err(), context.Canceled) {
+			return // the deadline: the worker answers timeout, or kill comes
+		}
+		if !wd.written.Load() {
+			// The request is still being written (a large body): a cancel
+			// frame cannot be put in the middle of it.
+			wd.w.kill(killCancelled)
 			return
 		}
-		close(written)
-		f, err := events.readReply(w.stdout, maxReply)
-		done <- result{f, err}
-	}()
-	timer := time.NewTimer(time.Until(kill))
-	defer timer.Stop()
-	cancelled := ctx.Done()
-	tick := time.NewTicker(10 * time.Millisecond)
-	defer tick.Stop()
-	for {
-		select {
-		case r := <-done:
-			if r.err != nil {
-				// The worker closed its end: it died (or wrote garbage,
-				// which readFrame refuses before allocating).
-				w.kill(killCrashed)
-				<-w.dead
-				if errors.Is(r.err, errNotDelivered) && w.killReason() == killCrashed {
-					return replyHeader{}, nil, r.err
-				}
-				return replyHeader{}, nil, p.deathError(w, r.err)
-			}
-			if r.f.kind != kindReply {
-				w.kill(killProtocol)
-				return replyHeader{}, nil, toolerr.Errorf(toolerr.CodeInternal, "sandbox worker sent an unexpected frame")
-			}
-			var h replyHeader
-			if err := json.Unmarshal(r.f.header, &h); err != nil {
-				w.kill(killProtocol)
-				return replyHeader{}, nil, toolerr.Errorf(toolerr.CodeInternal, "sandbox worker sent a malformed reply")
-			}
-			p.notePeak(h.PeakRSS)
-			return h, r.f.body, nil
-		case <-timer.C:
-			p.notePeak(peakResidentBytes(w.cmd.Process.Pid))
-			w.kill(killDeadline)
-			<-done
-			return replyHeader{}, nil, toolerr.Errorf(toolerr.CodeTimeout, "the tool did not finish within its deadline; it was stopped")
-		case <-cancelled:
-			if !errors.Is(ctx.Err(), context.Canceled) {
-				cancelled = nil // the deadline: wait for the reply or kill
-				continue
-			}
-			p.stopCancelled(w, written, done)
-			return replyHeader{}, nil, engine.Cancelled()
-		case <-tick.C:
-			rss := residentBytes(w.cmd.Process.Pid)
-			p.notePeak(rss)
-			if rss > p.opts.MaxRSSBytes {
-				p.notePeak(peakResidentBytes(w.cmd.Process.Pid))
-				w.kill(killMemory)
-				<-done
-				return replyHeader{}, nil, toolerr.Errorf(toolerr.CodeMemoryLimit, "the tool used more than %d MiB of memory; it was stopped", p.opts.MaxRSSBytes>>20)
-			}
+		if err := writeFrame(wd.w.stdin, kindCancel, struct{}{}, nil); err != nil {
+			wd.w.kill(killCancelled)
+			return
 		}
+		wd.mu.Lock()
+		wd.grace = time.AfterFunc(cancelGrace, func() { wd.kill(killCancelled) })
+		wd.mu.Unlock()
+	}
+}
+
+func (wd *watchdog) stopGrace() {
+	wd.mu.Lock()
+	defer wd.mu.Unlock()
+	if wd.grace != nil {
+		wd.grace.Stop()
 	}
 }
 
@@ -109,38 +180,6 @@ func (p *Pool) roundTrip(ctx context.Context, w *proc, kind byte, header any, bo
 // for a core for tens of ms, and a kill costs a process start and the
 // modules' reload. Loop-free code never stops and is killed.
 const cancelGrace = 50 * time.Millisecond
-
-// stopCancelled ends a round trip whose caller went away: it sends the
-// worker a cancel frame and keeps the worker if it answers (anything)
-// within cancelGrace, else it kills it. It returns once the round trip's
-// reader is done, so the worker is free for its owner to release.
-func (p *Pool) stopCancelled(w *proc, written <-chan struct{}, done <-chan result) {
-	select {
-	case <-written:
-	default:
-		// The request is still being written (a large body): a cancel
-		// frame cannot be put in the middle of it.
-		w.kill(killCancelled)
-		<-done
-		return
-	}
-	if err := writeFrame(w.stdin, kindCancel, struct{}{}, nil); err != nil {
-		w.kill(killCancelled)
-		<-done
-		return
-	}
-	t := time.NewTimer(cancelGrace)
-	defer t.Stop()
-	select {
-	case r := <-done:
-		if r.err != nil || r.f.kind != kindReply {
-			w.kill(killCancelled)
-		}
-	case <-t.C:
-		w.kill(killCancelled)
-		<-done
-	}
-}
 
 // deathError explains why a worker died mid-request.
 func (p *Pool) deathError(w *proc, err error) error {
@@ -155,7 +194,9 @@ func (p *Pool) deathError(w *proc, err error) error {
 		return engine.Cancelled()
 	case reason == killDeadline:
 		return toolerr.Errorf(toolerr.CodeTimeout, "the tool did not finish within its deadline; it was stopped")
-	case reason == killMemory, strings.Contains(tail, "out of memory"), strings.Contains(tail, "cannot allocate memory"):
+	case reason == killMemory:
+		return toolerr.Errorf(toolerr.CodeMemoryLimit, "the tool used more than %d MiB of memory; it was stopped", p.opts.MaxRSSBytes>>20)
+	case strings.Contains(tail, "out of memory"), strings.Contains(tail, "cannot allocate memory"):
 		return toolerr.Errorf(toolerr.CodeMemoryLimit, "the tool exhausted the memory of its sandbox; it was stopped")
 	}
 	first := strings.SplitN(strings.TrimSpace(head), "\n", 2)[0]
