@@ -160,6 +160,10 @@ type Log struct {
 	head string
 	now  func() time.Time
 	err  error // the first write error; the log refuses further appends
+	// buf holds the records written since the last sync began, in order;
+	// the appender that leads the next fsync writes them to the file in
+	// one write (spare is the buffer before, for reuse).
+	buf, spare []byte
 
 	// syncMu is held by the one fsync in progress; synced is the last
 	// record it made durable (guarded by syncMu). Appends write under mu
@@ -303,7 +307,8 @@ func (l *Log) Append(r Record) (Record, error) {
 	return r, nil
 }
 
-// write completes r and writes it, without waiting for it to be durable.
+// write completes r and queues its line for the next sync (syncThrough
+// writes the queued lines, then fsyncs them).
 func (l *Log) write(r Record) (Record, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -338,10 +343,7 @@ func (l *Log) write(r Record) (Record, error) {
 	if err != nil {
 		return Record{}, fmt.Errorf("audit: encode record: %w", err)
 	}
-	if _, err := l.f.Write(append(line, '\n')); err != nil {
-		l.err = fmt.Errorf("audit: write %s: %w; the log refuses further records until toolhost restarts", l.path, err)
-		return Record{}, l.err
-	}
+	l.buf = append(append(l.buf, line...), '\n')
 	l.seq, l.head = r.Seq, hash
 	r.Hash = hash
 	select {
@@ -361,11 +363,19 @@ func (l *Log) syncThrough(seq uint64) error {
 	}
 	l.gather()
 	l.mu.Lock()
-	written, err := l.seq, l.err
+	written, err, lines := l.seq, l.err, l.buf
+	l.buf = l.spare[:0]
 	l.mu.Unlock()
 	if err != nil {
 		return err
 	}
+	if _, err := l.f.Write(lines); err != nil {
+		l.mu.Lock()
+		defer l.mu.Unlock()
+		l.err = fmt.Errorf("audit: write %s: %w; the log refuses further records until toolhost restarts", l.path, err)
+		return l.err
+	}
+	l.spare = lines[:0]
 	fsync := datasync
 	if l.fsync != nil {
 		fsync = l.fsync
@@ -417,5 +427,12 @@ func (l *Log) Close() error {
 	defer l.syncMu.Unlock()
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	if len(l.buf) > 0 && l.err == nil {
+		// Records whose appends have not returned (a Close racing them).
+		if _, err := l.f.Write(l.buf); err != nil {
+			l.f.Close()
+			return err
+		}
+	}
 	return l.f.Close()
 }
