@@ -53,7 +53,10 @@ type Host struct {
 	opts Options
 	log  *slog.Logger
 	adm  *admission
-	gov  atomic.Pointer[governorBox]
+	// calls counts the calls inside Call, from arrival until their last
+	// observer returned (InCalls).
+	calls atomic.Int64
+	gov   atomic.Pointer[governorBox]
 
 	// changeMu serializes every change of what is installed or trusted
 	// (Install, Remove, trust and threshold changes, Reload): the checks

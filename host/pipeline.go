@@ -24,6 +24,8 @@ import (
 // tool's output when it is JSON, else the output as a JSON string.
 // Failures are *toolerr.Error values. The entry point is EntryOf(ctx).
 func (h *Host) Call(ctx context.Context, tool string, args []byte) (json.RawMessage, error) {
+	h.calls.Add(1)
+	defer h.calls.Add(-1)
 	start := time.Now()
 	sum := sha256.Sum256(args)
 	rec := CallRecord{
@@ -177,6 +179,10 @@ func (h *Host) governor() Governor {
 
 // Load reports how many calls are admitted and waiting now.
 func (h *Host) Load() Load { return h.adm.load() }
+
+// InCalls is the number of calls inside Call: arrived, and not yet past
+// their observers (each of which will record it, or is recording it).
+func (h *Host) InCalls() int { return int(h.calls.Load()) }
 
 // WaitIdle returns when no admitted call is running (or with ctx's error).
 func (h *Host) WaitIdle(ctx context.Context) error { return h.adm.waitIdle(ctx) }

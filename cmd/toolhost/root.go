@@ -291,7 +291,7 @@ func (g *globalOptions) openHost(ctx context.Context) (*host.Host, func(), error
 		return nil, nil, err
 	}
 	gv.h, g.gov = h, gv
-	gv.log.Group(func() int { return h.Load().Running }, auditGroupDelay)
+	gv.log.Group(h.InCalls, auditGroupDelay)
 	return h, func() {
 		h.Close()
 		engine.Close(context.Background())

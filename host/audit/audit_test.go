@@ -329,7 +329,7 @@ func TestOversizedRecordIsShortenedAndReopens(t *testing.T) {
 }
 
 // TestGroupWaitsForRunningCalls: with Group, the appender leading an fsync
-// waits while calls are still running, so the records of calls that end
+// waits while calls in flight have not appended yet, so the records of calls that end
 // together share one fsync; the wait ends as soon as none is running (the
 // delay bound is an hour here: a wait that did not end on that would hang).
 func TestGroupWaitsForRunningCalls(t *testing.T) {
@@ -341,17 +341,15 @@ func TestGroupWaitsForRunningCalls(t *testing.T) {
 	var syncs atomic.Int64
 	l.fsync = func(f *os.File) error { syncs.Add(1); return datasync(f) }
 	const calls = 6
-	l.Group(func() int {
-		l.mu.Lock()
-		defer l.mu.Unlock()
-		return calls - int(l.seq)
-	}, time.Hour)
+	var returned atomic.Int64
+	l.Group(func() int { return calls - int(returned.Load()) }, time.Hour)
 	var wg sync.WaitGroup
 	for range calls {
 		wg.Go(func() {
 			if _, err := l.Append(Record{Kind: KindCall, Tool: "echo"}); err != nil {
 				t.Error(err)
 			}
+			returned.Add(1)
 		})
 	}
 	wg.Wait()
@@ -359,7 +357,7 @@ func TestGroupWaitsForRunningCalls(t *testing.T) {
 		t.Fatalf("%d fsyncs for %d calls ending together, want 1", n, calls)
 	}
 	// A lone call (nothing else running) does not wait.
-	l.Group(func() int { return 0 }, time.Hour)
+	l.Group(func() int { return 1 }, time.Hour) // itself
 	if _, err := l.Append(Record{Kind: KindCall, Tool: "echo"}); err != nil {
 		t.Fatal(err)
 	}
@@ -376,7 +374,7 @@ func TestGroupDelayIsBounded(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer l.Close()
-	l.Group(func() int { return 1 }, time.Millisecond)
+	l.Group(func() int { return 2 }, time.Millisecond) // itself and a slow call
 	for range 3 {
 		if _, err := l.Append(Record{Kind: KindCall, Tool: "echo"}); err != nil {
 			t.Fatal(err)
