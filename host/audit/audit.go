@@ -307,6 +307,10 @@ func (l *Log) Append(r Record) (Record, error) {
 	}
 	l.waiting.Add(1)
 	defer l.waiting.Add(-1)
+	select { // wake a leader that waits for this record (gather)
+	case l.wrote <- struct{}{}:
+	default:
+	}
 	if err := l.syncThrough(r.Seq); err != nil {
 		return Record{}, err
 	}
@@ -352,10 +356,6 @@ func (l *Log) write(r Record) (Record, error) {
 	l.buf = append(append(l.buf, line...), '\n')
 	l.seq, l.head = r.Seq, hash
 	r.Hash = hash
-	select {
-	case l.wrote <- struct{}{}:
-	default:
-	}
 	return r, nil
 }
 
