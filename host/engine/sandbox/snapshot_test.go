@@ -1,6 +1,7 @@
 package sandbox
 
 import (
+	"bytes"
 	"context"
 	"os"
 	"strings"
@@ -225,5 +226,62 @@ func TestSnapshotRefusal(t *testing.T) {
 		if err := snapshotRefusal(m); (err != nil) != refused {
 			t.Errorf("%s: snapshotRefusal = %v, want refused %v", file, err, refused)
 		}
+	}
+}
+
+// TestImageResetCopiesWrittenPages: a memfd-backed memory comes back to
+// its snapshot byte for byte after calls write to it, whether reset copies
+// the written pages back (they stay private: the next write takes no
+// fault) or, past maxCopy, discards them all (none stays private).
+func TestImageResetCopiesWrittenPages(t *testing.T) {
+	ps := os.Getpagesize()
+	const pages = 64
+	for _, tc := range []struct {
+		name        string
+		maxCopy     uint64
+		wantPrivate func(written int) bool
+	}{
+		{"copy", maxCopiedPages, func(w int) bool { return w > 0 }},
+		{"discard", 4, func(w int) bool { return w == 0 }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			im, err := newImage(uint64(pages*ps), 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer im.Free()
+			im.maxCopy = tc.maxCopy
+			mem := im.Reallocate(uint64(pages * ps))
+			for i := range mem {
+				mem[i] = byte(i*7 + i/ps)
+			}
+			want := append([]byte(nil), mem...)
+			if err := im.snapshot(); err != nil {
+				t.Fatal(err)
+			}
+			if im.src == nil {
+				t.Skip("no /proc/self/pagemap here: reset only discards")
+			}
+			for round := range 4 {
+				// Each call writes other pages: the private set grows.
+				for p := round; p < pages; p += 5 {
+					mem[p*ps+round] ^= 0xff
+					mem[p*ps+ps-1] = byte(round)
+				}
+				if err := im.reset(); err != nil {
+					t.Fatal(err)
+				}
+				if !bytes.Equal(mem, want) {
+					i := 0
+					for mem[i] == want[i] {
+						i++
+					}
+					t.Fatalf("round %d: byte %d (page %d) is %d after reset, the snapshot has %d", round, i, i/ps, mem[i], want[i])
+				}
+				if n := im.privatePages(uint64(pages * ps)); !tc.wantPrivate(n) {
+					t.Fatalf("round %d: %d private pages after reset", round, n)
+				}
+			}
+		})
 	}
 }
