@@ -29,7 +29,8 @@ import (
 // few hundred calls. The limit is also what garbage can hold: unlike a
 // larger GOGC, it does not grow with a call's live heap (GOGC=400 let a
 // hostile call's garbage cross the RSS cap); linear memories are mapped
-// outside the Go heap and do not count.
+// outside the Go heap and do not count. It is a floor: tuneGC raises the
+// limit with the live heap.
 const gcLimit = 48 << 20
 
 // Serve is the worker side: it reads requests from r, runs them with an
@@ -101,6 +102,7 @@ func Serve(ctx context.Context, r io.Reader, w io.Writer, cacheDir string) error
 			if err := reply(nil, nil); err != nil {
 				return err
 			}
+			trimMemory() // a module's compiled form adds to the live heap
 		case kindCall:
 			var h callHeader
 			if err := json.Unmarshal(f.header, &h); err != nil {
@@ -230,9 +232,29 @@ var (
 	trimSamples = []metrics.Sample{
 		{Name: "/memory/classes/total:bytes"},
 		{Name: "/memory/classes/heap/released:bytes"},
+		{Name: "/gc/heap/live:bytes"},
 	}
 	trimBase uint64
+	gcTarget uint64 = gcLimit // the memory limit set now
 )
+
+// tuneGC keeps the memory limit at least twice the live heap (the last
+// collection's) plus 16 MiB for the runtime's other memory: with many
+// modules loaded a worker's live heap can pass gcLimit/2, and under a fixed
+// limit the collector would then run after every few allocations. Above
+// the floor this is GOGC=100's pacing again. It reads the samples heldBytes
+// just read.
+func tuneGC() {
+	live := trimSamples[2].Value
+	if live.Kind() != metrics.KindUint64 {
+		return
+	}
+	want := max(gcLimit, 2*live.Uint64()+16<<20)
+	if want > gcTarget || want < gcTarget-gcTarget/4 {
+		gcTarget = want
+		debug.SetMemoryLimit(int64(want))
+	}
+}
 
 // heldBytes is the memory the Go runtime holds from the system (an upper
 // bound of its share of the resident set).
@@ -256,6 +278,7 @@ func trimMemory() {
 	} else if held < trimBase {
 		trimBase = held
 	}
+	tuneGC()
 }
 
 func specFromLoad(h loadHeader, wasm []byte) engine.Spec {

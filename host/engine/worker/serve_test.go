@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"io"
+	"runtime"
+	"runtime/debug"
 	"testing"
 	"time"
 
@@ -73,5 +75,33 @@ func TestServeCancelFrame(t *testing.T) {
 	send(kindCall, callHeader{Key: spec.Key, Export: "count"}, []byte(`{}`))
 	if h := read(); h.Code != "" {
 		t.Fatalf("the call after a late cancel frame: %+v", h)
+	}
+}
+
+// TestTuneGCFollowsTheLiveHeap: the worker's memory limit is at least
+// twice its live heap, so a worker holding many modules does not collect
+// after every few allocations, and it comes back down to the floor.
+func TestTuneGCFollowsTheLiveHeap(t *testing.T) {
+	defer debug.SetMemoryLimit(debug.SetMemoryLimit(-1))
+	defer func(g uint64) { gcTarget = g }(gcTarget)
+	debug.SetMemoryLimit(gcLimit) // as Serve starts
+	gcTarget = gcLimit
+	live := make([]byte, 64<<20)
+	for i := range live {
+		live[i] = 1
+	}
+	runtime.GC()
+	heldBytes()
+	tuneGC()
+	if lim := debug.SetMemoryLimit(-1); lim < 2*int64(len(live)) {
+		t.Fatalf("memory limit %d MiB with a 64 MiB live heap, want at least 128", lim>>20)
+	}
+	runtime.KeepAlive(live)
+	live = nil
+	runtime.GC()
+	heldBytes()
+	tuneGC()
+	if lim := debug.SetMemoryLimit(-1); lim > gcLimit*5/4 {
+		t.Fatalf("memory limit %d MiB once the live heap is gone, want about %d", lim>>20, gcLimit>>20)
 	}
 }
