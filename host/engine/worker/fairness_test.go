@@ -208,3 +208,35 @@ func TestCancelStopsLoopFreeCode(t *testing.T) {
 		t.Fatalf("%d workers killed, want the one running the call tree", k)
 	}
 }
+
+// Cancellations that land at any moment of a round trip — before the
+// request is written, while the worker runs it, as its reply arrives, just
+// after — never reach the call after it on the same worker: each cancelled
+// call answers cancelled or its result, and the next call always answers
+// its own result (a cancel frame written late would cancel it instead).
+func TestLateCancelNeverReachesTheNextCall(t *testing.T) {
+	p := newTestPool(t, Options{Workers: 1, MaxWorkers: 1})
+	m := compile(t, p, enginetest.Spec("late_cancel", plugin.Limits{TimeoutMS: 5000}))
+	if _, err := m.Call(context.Background(), "echo", []byte(`{}`)); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 200 {
+		ctx, cancel := context.WithCancel(context.Background())
+		delay := time.Duration(i%40) * 10 * time.Microsecond
+		timer := time.AfterFunc(delay, cancel)
+		out, err := m.Call(ctx, "echo", []byte(`{"n":1}`))
+		if err != nil && toolerr.CodeOf(err) != toolerr.CodeCancelled {
+			t.Fatalf("call %d, cancelled after %v: %v, want its result or cancelled", i, delay, err)
+		}
+		if err == nil && string(out) != `{"n":1}` {
+			t.Fatalf("call %d: %q", i, out)
+		}
+		timer.Stop()
+		cancel()
+		out, err = m.Call(context.Background(), "echo", []byte(`{"n":2}`))
+		if err != nil || string(out) != `{"n":2}` {
+			t.Fatalf("the call after call %d (cancelled after %v): %q, %v", i, delay, out, err)
+		}
+	}
+	t.Logf("workers killed: %d", p.Stats().Killed)
+}

@@ -36,8 +36,11 @@ var errNotDelivered = errors.New("worker: request not delivered")
 // ctx ending by its deadline is not acted on here: the worker answers
 // timeout itself, or kill comes.
 func (p *Pool) roundTrip(ctx context.Context, w *proc, kind byte, header any, body []byte, kill time.Time, maxReply int) (replyHeader, []byte, error) {
+	if errors.Is(ctx.Err(), context.Canceled) {
+		return replyHeader{}, nil, engine.Cancelled() // nothing sent: the worker stays as it is
+	}
 	events := newRelay(engine.EventsOf(ctx))
-	wd := &watchdog{p: p, w: w, cancelDone: make(chan struct{})}
+	wd := &watchdog{p: p, w: w, cancelDone: make(chan struct{}), writeDone: make(chan struct{})}
 	deadline := time.AfterFunc(time.Until(kill), func() {
 		p.notePeak(peakResidentBytes(w.cmd.Process.Pid))
 		wd.kill(killDeadline)
@@ -61,10 +64,13 @@ func (p *Pool) roundTrip(ctx context.Context, w *proc, kind byte, header any, bo
 	}()
 
 	f, err := frame{}, writeFrame(w.stdin, kind, header, body)
+	if err == nil {
+		wd.written.Store(true)
+	}
+	close(wd.writeDone)
 	if err != nil {
 		err = fmt.Errorf("%w: %w", errNotDelivered, err)
 	} else {
-		wd.written.Store(true)
 		f, err = events.readReply(w.stdout, maxReply)
 	}
 	if err != nil {
@@ -98,9 +104,10 @@ const rssEvery = 10 * time.Millisecond
 
 // watchdog is the timers of one round trip.
 type watchdog struct {
-	p       *Pool
-	w       *proc
-	written atomic.Bool // the request is all written
+	p         *Pool
+	w         *proc
+	written   atomic.Bool   // the request is all written
+	writeDone chan struct{} // closed once writing the request ended
 
 	cancelDone chan struct{} // closed when the cancel watchdog is done
 	mu         sync.Mutex
@@ -149,11 +156,20 @@ func (wd *watchdog) cancelled(ctx context.Context) func() {
 		if !errors.Is(ctx.Err(), context.Canceled) {
 			return // the deadline: the worker answers timeout, or kill comes
 		}
-		if !wd.written.Load() {
-			// The request is still being written (a large body): a cancel
-			// frame cannot be put in the middle of it.
-			wd.w.kill(killCancelled)
+		// A cancel frame cannot be put in the middle of the request: wait
+		// for its write (microseconds, unless a large body meets a worker
+		// that does not read), then ask; a write that does not end within
+		// cancelGrace ends with the worker.
+		t := time.NewTimer(cancelGrace)
+		select {
+		case <-wd.writeDone:
+			t.Stop()
+		case <-t.C:
+			wd.kill(killCancelled)
 			return
+		}
+		if !wd.written.Load() {
+			return // the write failed: the caller handles the dead worker
 		}
 		if err := writeFrame(wd.w.stdin, kindCancel, struct{}{}, nil); err != nil {
 			wd.w.kill(killCancelled)
