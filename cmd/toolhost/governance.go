@@ -2,7 +2,6 @@ package main
 
 import (
 	"fmt"
-	"os"
 	"path/filepath"
 	"time"
 
@@ -14,14 +13,9 @@ import (
 )
 
 // auditGroupDelay bounds how long a call's answer may wait for other
-// running calls to end so that one fsync of the audit log covers them all
-// (audit.Log.Group). TOOLHOST_AUDIT_GROUP_DELAY overrides it (experiments).
-var auditGroupDelay = func() time.Duration {
-	if d, err := time.ParseDuration(os.Getenv("TOOLHOST_AUDIT_GROUP_DELAY")); err == nil {
-		return d
-	}
-	return 500 * time.Microsecond
-}()
+// calls in flight to append their records, so that one fsync of the audit
+// log covers them all (audit.Log.Group).
+const auditGroupDelay = 500 * time.Microsecond
 
 // governance is what the process holding the store adds around its host:
 // the audit log (a call observer, and the record of every change) and the

@@ -38,8 +38,9 @@ type image struct {
 	// src maps the memfd read-only: the snapshot, where reset copies the
 	// pages calls wrote back from (nil: reset only discards).
 	src     []byte
-	entries []byte // reset's buffer for /proc/self/pagemap entries
-	maxCopy uint64 // maxCopiedPages (tests lower it)
+	entries []byte   // reset's buffer for /proc/self/pagemap entries
+	private []uint64 // reset's buffer for the private pages' indexes
+	maxCopy uint64   // maxCopiedPages (tests lower it)
 }
 
 // maxCopiedPages bounds the private pages reset copies back from the
@@ -173,6 +174,21 @@ func (im *image) reset() error {
 // discards them all. It returns false, changing nothing, when pagemap
 // cannot be read.
 func (im *image) copyBack(n uint64) bool {
+	private, ok := im.privatePages(n)
+	if !ok || uint64(len(private)) > im.maxCopy {
+		return false
+	}
+	ps := uint64(unix.Getpagesize())
+	for _, i := range private {
+		copy(im.mem[i*ps:(i+1)*ps], im.src[i*ps:(i+1)*ps])
+	}
+	return true
+}
+
+// privatePages lists the first n bytes' pages that are private to the
+// mapping, by index (false: pagemap unreadable). The list reuses a buffer
+// of the image's.
+func (im *image) privatePages(n uint64) ([]uint64, bool) {
 	ps := uint64(unix.Getpagesize())
 	pages := n / ps
 	if uint64(cap(im.entries)) < pages*8 {
@@ -180,23 +196,16 @@ func (im *image) copyBack(n uint64) bool {
 	}
 	buf := im.entries[:pages*8]
 	if !readPagemap(uintptr(unsafe.Pointer(unsafe.SliceData(im.mem)))/uintptr(ps)*8, buf) {
-		return false
+		return nil, false
 	}
-	var private uint64
-	for i := range pages {
-		if e := binary.LittleEndian.Uint64(buf[i*8:]); privatePage(e) {
-			private++
-		}
-	}
-	if private > im.maxCopy {
-		return false
-	}
+	private := im.private[:0]
 	for i := range pages {
 		if privatePage(binary.LittleEndian.Uint64(buf[i*8:])) {
-			copy(im.mem[i*ps:(i+1)*ps], im.src[i*ps:(i+1)*ps])
+			private = append(private, i)
 		}
 	}
-	return true
+	im.private = private
+	return private, true
 }
 
 // privatePage reports whether a pagemap entry is a page of this mapping's
@@ -241,23 +250,6 @@ func readPagemap(off uintptr, buf []byte) bool {
 		buf, off = buf[r:], off+r
 	}
 	return true
-}
-
-// privatePages counts the first n bytes' pages that are private to the
-// mapping (-1: pagemap unreadable).
-func (im *image) privatePages(n uint64) int {
-	ps := uint64(unix.Getpagesize())
-	buf := make([]byte, n/ps*8)
-	if !readPagemap(uintptr(unsafe.Pointer(unsafe.SliceData(im.mem)))/uintptr(ps)*8, buf) {
-		return -1
-	}
-	c := 0
-	for i := 0; i < len(buf); i += 8 {
-		if privatePage(binary.LittleEndian.Uint64(buf[i:])) {
-			c++
-		}
-	}
-	return c
 }
 
 // discard drops b's private pages, so the next touch maps the image's page

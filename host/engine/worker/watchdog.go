@@ -9,7 +9,6 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/toolhost/toolhost/host/engine"
@@ -60,13 +59,15 @@ func (p *Pool) roundTrip(ctx context.Context, w *proc, kind byte, header any, bo
 			// frame, so that it cannot reach the worker's next request.
 			<-wd.cancelDone
 		}
-		wd.stopGrace()
+		wd.mu.Lock()
+		if wd.grace != nil {
+			wd.grace.Stop()
+		}
+		wd.mu.Unlock()
 	}()
 
 	f, err := frame{}, writeFrame(w.stdin, kind, header, body)
-	if err == nil {
-		wd.written.Store(true)
-	}
+	wd.written = err == nil
 	close(wd.writeDone)
 	if err != nil {
 		err = fmt.Errorf("%w: %w", errNotDelivered, err)
@@ -106,8 +107,8 @@ const rssEvery = 10 * time.Millisecond
 type watchdog struct {
 	p         *Pool
 	w         *proc
-	written   atomic.Bool   // the request is all written
 	writeDone chan struct{} // closed once writing the request ended
+	written   bool          // it was all written (set before writeDone closes)
 
 	cancelDone chan struct{} // closed when the cancel watchdog is done
 	mu         sync.Mutex
@@ -168,7 +169,7 @@ func (wd *watchdog) cancelled(ctx context.Context) func() {
 			wd.kill(killCancelled)
 			return
 		}
-		if !wd.written.Load() {
+		if !wd.written {
 			return // the write failed: the caller handles the dead worker
 		}
 		if err := writeFrame(wd.w.stdin, kindCancel, struct{}{}, nil); err != nil {
@@ -178,14 +179,6 @@ func (wd *watchdog) cancelled(ctx context.Context) func() {
 		wd.mu.Lock()
 		wd.grace = time.AfterFunc(cancelGrace, func() { wd.kill(killCancelled) })
 		wd.mu.Unlock()
-	}
-}
-
-func (wd *watchdog) stopGrace() {
-	wd.mu.Lock()
-	defer wd.mu.Unlock()
-	if wd.grace != nil {
-		wd.grace.Stop()
 	}
 }
 
