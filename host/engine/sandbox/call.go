@@ -38,7 +38,17 @@ func (m *inProcessModule) Call(ctx context.Context, export string, input []byte)
 		defer g.events.finish() // runs after done: events holds no instance state
 	}
 	defer func() { m.done(in, err == nil) }()
+	if stopped := engine.Stopped(ctx, "the tool was about to start"); stopped != nil {
+		return nil, stopped
+	}
 	rc, out, err := in.call(ctx, export, input)
+	if ctx.Err() != nil {
+		// The deadline passed or the caller left while the tool ran: it
+		// was stopped (WithCloseOnContextDone), or it ran to its end in a
+		// Supervised engine, whose supervisor was about to stop it.
+		// Either way the call ended without an answer.
+		return nil, m.failure(ctx, g, context.Cause(ctx), stderr)
+	}
 	if g.inputRefused && ctx.Err() == nil {
 		// extism ignores the failure to copy the input into the kernel's
 		// memory: the export ran on an empty (or clobbered) input.

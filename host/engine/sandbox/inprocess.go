@@ -33,6 +33,20 @@ import (
 // output_too_large, and a misused host function with plugin_error, where
 // extism alone would report a success with an empty or partial result.
 type InProcess struct {
+	// Supervised says that the process running this engine is killed by
+	// its supervisor when a call passes its deadline or its caller goes
+	// away and the call has not ended (package worker does both). Calls
+	// are then not stopped in-process: wazero, asked to close a module when
+	// its context ends (WithCloseOnContextDone), starts a goroutine for
+	// every wasm function call to watch the context — ~20 per trivial
+	// Extism call, since each kernel function the guest calls is one — and
+	// extism derives a timeout context per call; together a fifth of a
+	// worker's CPU per call. A call whose context has ended by the time it
+	// returns still ends as timeout or cancelled, never as a success.
+	// Set it before the first Compile; modules compiled either way do not
+	// share compiled code (wazero keys its cache by the setting).
+	Supervised bool
+
 	cache wazero.CompilationCache
 
 	// warm lists the modules that hold ready instances, oldest first; at
@@ -70,6 +84,16 @@ func (e *InProcess) forget(m *inProcessModule) {
 }
 
 var _ engine.Engine = (*InProcess)(nil)
+
+type instantiatingKey struct{}
+
+// WithInstantiating returns a ctx under which Compile calls f once the
+// module is compiled, before its start function runs (the first
+// instance): the supervisor of a Supervised engine bounds that phase by
+// the tool's timeout, and compiling by its own, longer, budget.
+func WithInstantiating(ctx context.Context, f func()) context.Context {
+	return context.WithValue(ctx, instantiatingKey{}, f)
+}
 
 // NewInProcess returns an engine. cacheDir, when not empty, holds the
 // compilation cache; it must be owned by the host and not writable by
@@ -138,8 +162,11 @@ func (e *InProcess) Compile(ctx context.Context, spec engine.Spec) (engine.Modul
 		Timeout: uint64(lim.TimeoutMS),
 		Config:  spec.Config,
 	}
+	if e.Supervised {
+		manifest.Timeout = 0 // see Supervised
+	}
 	rc := wazero.NewRuntimeConfig().
-		WithCloseOnContextDone(true).
+		WithCloseOnContextDone(!e.Supervised).
 		WithDebugInfoEnabled(false). // DWARF parsing of hostile sections is not hardened
 		WithMemoryLimitPages(wasm32Pages).
 		WithCompilationCache(e.cache)
@@ -166,6 +193,9 @@ func (e *InProcess) Compile(ctx context.Context, spec engine.Spec) (engine.Modul
 		return nil, toolerr.Errorf(toolerr.CodeInvalidModule, "the module does not compile: %v", firstLine(err.Error()))
 	}
 	m := &inProcessModule{engine: e, spec: spec, compiled: cp, prep: prep, files: files, ready: make(chan *instance, 2)}
+	if f, _ := ctx.Value(instantiatingKey{}).(func()); f != nil {
+		f()
+	}
 	if err := m.firstInstance(ctx); err != nil {
 		m.Close(ctx)
 		return nil, err

@@ -258,7 +258,10 @@ func (m *inProcessModule) done(in *instance, clean bool) {
 		}
 	}
 	in.p.Close(context.Background())
-	if !m.spec.ReuseInstances {
+	// A Supervised engine makes the next instance on the next call, where
+	// the supervisor's watchdogs cover its start function: in the
+	// background, nothing would stop one that spins.
+	if !m.spec.ReuseInstances && !m.engine.Supervised {
 		m.refill()
 	}
 }

@@ -65,16 +65,21 @@ func newRelay(sink engine.Events) *relay {
 	return &relay{sink: sink, level: sink.LogLevel()}
 }
 
-// readReply reads frames until one that is not an event, passing the
-// events on (to nobody when r is nil: a worker that sends events unasked
-// only wastes its own time).
-func (r *relay) readReply(rd io.Reader, maxReply int) (frame, error) {
+// readReply reads frames until one that is neither an event nor a
+// kindInstantiating, passing the events on (to nobody when r is nil: a
+// worker that sends events unasked only wastes its own time) and calling
+// instantiating for the latter.
+func (r *relay) readReply(rd io.Reader, maxReply int, instantiating func()) (frame, error) {
 	for {
 		f, err := readFrame(rd, maxReply)
-		if err != nil || f.kind != kindEvent {
+		switch {
+		case err != nil:
 			return f, err
-		}
-		if r != nil {
+		case f.kind == kindInstantiating:
+			instantiating()
+		case f.kind != kindEvent:
+			return f, err
+		case r != nil:
 			r.pass(f.header)
 		}
 	}

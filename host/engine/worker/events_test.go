@@ -25,7 +25,7 @@ func TestEventFramesBeforeReply(t *testing.T) {
 		t.Fatal(err)
 	}
 	sink := &enginetest.Sink{Level: engine.LogInfo}
-	f, err := newRelay(sink).readReply(&buf, 1<<20)
+	f, err := newRelay(sink).readReply(&buf, 1<<20, func() {})
 	if err != nil || f.kind != kindReply || string(f.body) != "out" {
 		t.Fatalf("reply: %v kind %d body %q", err, f.kind, f.body)
 	}
@@ -37,7 +37,7 @@ func TestEventFramesBeforeReply(t *testing.T) {
 	buf.Reset()
 	fe.Log(engine.LogError, "unasked")
 	_ = replyCall(bw, nil, nil, 0)
-	if f, err := (*relay)(nil).readReply(&buf, 1<<20); err != nil || f.kind != kindReply {
+	if f, err := (*relay)(nil).readReply(&buf, 1<<20, func() {}); err != nil || f.kind != kindReply {
 		t.Fatalf("reply after unasked events: %v kind %d", err, f.kind)
 	}
 }

@@ -62,8 +62,11 @@ func (p *Pool) load(ctx context.Context, w *proc, spec *engine.Spec) error {
 		h.BudgetMS = budgetMS(deadline)
 		kill = deadline.Add(p.opts.Grace)
 	}
-	rh, _, err := p.roundTrip(ctx, w, kindLoad, h, spec.Wasm, kill, int(plugin.MaxOutputBytes))
+	rh, _, err := p.roundTrip(ctx, w, kindLoad, h, spec.Wasm, kill, time.Duration(spec.Limits.TimeoutMS)*time.Millisecond, int(plugin.MaxOutputBytes))
 	if err != nil {
+		if w.killReason() == killStart {
+			return toolerr.Errorf(toolerr.CodeInvalidModule, "instantiating the module (its start function) took longer than the tool's timeout of %d ms", spec.Limits.TimeoutMS)
+		}
 		switch toolerr.CodeOf(err) {
 		case toolerr.CodeTimeout:
 			if bounded {
@@ -138,13 +141,14 @@ func (m *module) call(ctx context.Context, export string, input []byte) ([]byte,
 			return nil, err
 		}
 	}
-	// The worker stops the call itself at the deadline (its own clock,
-	// BudgetMS from now); the supervisor kills it a grace later.
+	// The worker's clock (BudgetMS from now) makes a call that ends past
+	// its deadline answer timeout; one that does not end is killed a grace
+	// later.
 	hdr := callHeader{Key: m.spec.Key, Export: export, Measure: p.opts.MeasurePeakRSS, BudgetMS: budgetMS(deadline)}
 	if ev := engine.EventsOf(ctx); ev != nil {
 		hdr.Events, hdr.LogLevel = true, ev.LogLevel()
 	}
-	h, out, err := p.roundTrip(ctx, w, kindCall, hdr, input, deadline.Add(p.opts.Grace), int(m.spec.Limits.MaxOutputBytes))
+	h, out, err := p.roundTrip(ctx, w, kindCall, hdr, input, deadline.Add(p.opts.Grace), 0, int(m.spec.Limits.MaxOutputBytes))
 	if err != nil {
 		return nil, err
 	}
@@ -168,7 +172,7 @@ func (p *Pool) sweep(ctx context.Context, w *proc, deadline time.Time) {
 		if _, live := p.specs.Load(key); live {
 			continue
 		}
-		if _, _, err := p.roundTrip(ctx, w, kindUnload, unloadHeader{Key: key}, nil, deadline.Add(p.opts.Grace), 0); err != nil {
+		if _, _, err := p.roundTrip(ctx, w, kindUnload, unloadHeader{Key: key}, nil, deadline.Add(p.opts.Grace), 0, 0); err != nil {
 			return
 		}
 		delete(w.loaded, key)

@@ -10,7 +10,10 @@
 // passes the cap, it kills the worker of a call whose caller went away, it
 // caps the worker's address space, and it replaces any worker that dies. A
 // killed call ends with a typed error; other calls and the host are
-// unaffected.
+// unaffected. Workers do not stop running wasm themselves
+// (sandbox.InProcess.Supervised: watching every call's context costs a
+// goroutine per wasm function call): a call that does not end by its
+// deadline, or soon after its caller left, ends by the kill.
 //
 // A call's deadline (the earlier of its ctx's and the tool's timeout_ms)
 // covers everything: waiting for a worker, loading the module into a worker
@@ -49,8 +52,8 @@ type Options struct {
 	MaxRSSBytes int64
 	// AddressSpaceBytes is the worker's RLIMIT_AS; 0 means 8 GiB.
 	AddressSpaceBytes uint64
-	// Grace is how long past a call's deadline the worker may take before
-	// it is killed; 0 means 100 ms.
+	// Grace is how long past a call's deadline the worker may take to
+	// answer before it is killed; 0 means 25 ms.
 	Grace time.Duration
 	// MeasurePeakRSS has every worker report the peak resident memory of
 	// each call (two extra system calls per call), for Stats.
@@ -157,7 +160,7 @@ func NewPool(ctx context.Context, opts Options) (*Pool, error) {
 		opts.AddressSpaceBytes = 8 << 30
 	}
 	if opts.Grace <= 0 {
-		opts.Grace = 100 * time.Millisecond
+		opts.Grace = 25 * time.Millisecond
 	}
 	log := opts.Logger
 	if log == nil {

@@ -26,6 +26,7 @@ const (
 	killCrashed
 	killNoStart     // it did not report ready (in time)
 	killDeadline    // the request ran past its deadline plus grace
+	killStart       // a load's start function ran past the tool's timeout plus grace
 	killMemory      // its resident memory passed the cap
 	killCancelled   // the caller went away and it did not stop at once
 	killProtocol    // it sent a frame the protocol does not allow
@@ -44,6 +45,8 @@ func (r killReason) String() string {
 		return "did not start"
 	case killDeadline:
 		return "deadline"
+	case killStart:
+		return "start function"
 	case killMemory:
 		return "memory"
 	case killCancelled:

@@ -28,6 +28,10 @@ const (
 	// plugin's log line or progress report, sent during a call whose
 	// request asked for events, before its reply.
 	kindEvent byte = 7
+	// kindInstantiating (worker → host, empty header {}, no body), sent
+	// during a load once the module is compiled, says that its start
+	// function runs now: the supervisor gives that the tool's timeout.
+	kindInstantiating byte = 8
 
 	maxHeaderBytes = 1 << 20
 )
@@ -109,8 +113,9 @@ type callHeader struct {
 	Export string `json:"export"`
 	// Measure asks the worker for the call's peak resident memory.
 	Measure bool `json:"measure,omitempty"`
-	// BudgetMS is the time left to the call's deadline: the worker stops
-	// the call then, before the supervisor's grace runs out.
+	// BudgetMS is the time left to the call's deadline: a call that ends
+	// after it answers timeout (a call that does not end is killed by the
+	// supervisor a grace later).
 	BudgetMS uint32 `json:"budget_ms,omitempty"`
 	// Events asks for the plugin's events (kindEvent frames): progress,
 	// and log lines at LogLevel and above.

@@ -46,6 +46,10 @@ func Serve(ctx context.Context, r io.Reader, w io.Writer, cacheDir string) error
 	if err != nil {
 		return err
 	}
+	// The pool kills this process when a call passes its deadline or is
+	// cancelled and does not end (watchdog.go): calls need not be stoppable
+	// in-process, which costs a goroutine per wasm function call.
+	eng.Supervised = true
 	defer eng.Close(ctx)
 	modules := map[string]engine.Module{}
 	br := bufio.NewReaderSize(r, 64<<10)
@@ -90,6 +94,12 @@ func Serve(ctx context.Context, r io.Reader, w io.Writer, cacheDir string) error
 				delete(modules, h.Key)
 			}
 			lctx, cancel := withBudget(ctx, h.BudgetMS)
+			lctx = sandbox.WithInstantiating(lctx, func() {
+				// If the pipe broke, the reply's write reports it.
+				if writeFrame(bw, kindInstantiating, struct{}{}, nil) == nil {
+					bw.Flush()
+				}
+			})
 			mod, err := eng.Compile(lctx, specFromLoad(h, f.body))
 			cancel()
 			if err != nil {

@@ -14,10 +14,11 @@ import (
 	"github.com/toolhost/toolhost/plugin"
 )
 
-// The worker side of cancellation: a cancel frame stops the request in
-// progress, which answers cancelled, and the worker goes on serving; a
-// cancel frame that arrives after its request has answered changes
-// nothing for the next one.
+// The worker side of cancellation: the worker does not stop running wasm
+// (it is Supervised: the pool kills it if the call does not end soon), but
+// a call whose cancel frame arrived while it ran answers cancelled, never
+// its result, and the worker goes on serving; a cancel frame that arrives
+// after its request has answered changes nothing for the next one.
 func TestServeCancelFrame(t *testing.T) {
 	hostR, workerW := io.Pipe()
 	workerR, hostW := io.Pipe()
@@ -29,9 +30,10 @@ func TestServeCancelFrame(t *testing.T) {
 			t.Errorf("Serve: %v", err)
 		}
 	}()
-	read := func() replyHeader {
+	instantiating := 0
+	read := func() (replyHeader, []byte) {
 		t.Helper()
-		f, err := readFrame(hostR, 1<<20)
+		f, err := (*relay)(nil).readReply(hostR, 4<<20, func() { instantiating++ })
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -41,7 +43,7 @@ func TestServeCancelFrame(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
-		return h
+		return h, f.body
 	}
 	send := func(kind byte, h any, body []byte) {
 		t.Helper()
@@ -50,30 +52,37 @@ func TestServeCancelFrame(t *testing.T) {
 		}
 	}
 	read() // ready
-	spec := enginetest.Spec("serve_cancel", plugin.Limits{TimeoutMS: 30_000})
+	spec := enginetest.Spec("serve_cancel", plugin.Limits{TimeoutMS: 60_000, MemoryPages: 64, MaxOutputBytes: 2 << 20})
 	send(kindLoad, loadHeader{Key: spec.Key, Name: spec.Name, MemoryPages: spec.Limits.MemoryPages, TimeoutMS: spec.Limits.TimeoutMS,
 		MaxOutput: spec.Limits.MaxOutputBytes, Exports: spec.Exports}, spec.Wasm)
-	if h := read(); h.Code != "" {
-		t.Fatalf("load: %+v", h)
+	if h, _ := read(); h.Code != "" || instantiating != 1 {
+		t.Fatalf("load: %+v after %d kindInstantiating frames, want success after 1", h, instantiating)
 	}
 
-	send(kindCall, callHeader{Key: spec.Key, Export: "loop"}, []byte(`{}`))
-	time.Sleep(100 * time.Millisecond)
+	// The suite's echo makes two kernel calls per byte: 256 KiB takes
+	// most of a second, long enough for the cancel frame to arrive while
+	// it runs.
+	big := make([]byte, 256<<10)
+	for i := range big {
+		big[i] = 'x'
+	}
+	send(kindCall, callHeader{Key: spec.Key, Export: "echo"}, big)
+	time.Sleep(10 * time.Millisecond)
 	start := time.Now()
 	send(kindCancel, struct{}{}, nil)
-	if h := read(); h.Code != string(toolerr.CodeCancelled) {
-		t.Fatalf("cancelled loop answered %+v, want cancelled", h)
+	if h, body := read(); h.Code != string(toolerr.CodeCancelled) || len(body) != 0 {
+		t.Fatalf("cancelled echo answered %+v with %d bytes, want cancelled and nothing", h, len(body))
 	}
-	t.Logf("the worker answered a cancel frame after %v", time.Since(start).Round(time.Microsecond))
+	t.Logf("the worker answered the cancelled call %v after its cancel frame", time.Since(start).Round(time.Microsecond))
 
 	// A late cancel (after the answer) must not reach the next request.
 	send(kindCall, callHeader{Key: spec.Key, Export: "echo"}, []byte(`{}`))
-	if h := read(); h.Code != "" {
+	if h, _ := read(); h.Code != "" {
 		t.Fatalf("echo: %+v", h)
 	}
 	send(kindCancel, struct{}{}, nil)
 	send(kindCall, callHeader{Key: spec.Key, Export: "count"}, []byte(`{}`))
-	if h := read(); h.Code != "" {
+	if h, _ := read(); h.Code != "" {
 		t.Fatalf("the call after a late cancel frame: %+v", h)
 	}
 }

@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/toolhost/toolhost/host/engine"
@@ -24,8 +25,8 @@ var errNotDelivered = errors.New("worker: request not delivered")
 // arrives: no helper goroutine, no channel hand-off per call). Its
 // watchdogs are timers that act on the worker, never on the reader: they
 // kill the worker when no reply has come by kill (the call's deadline plus
-// grace: the worker stops the call itself at the deadline, so this catches
-// what it cannot stop, like loop-free code or a spinning compiler), when
+// grace: the worker does not stop running wasm itself, see
+// sandbox.InProcess.Supervised, nor a compiler that spins), when
 // its memory passes the cap (checked every rssEvery), or when ctx is
 // cancelled (the caller went away: nobody waits for the answer, and the
 // call's worker and share must be free again) and the worker does not
@@ -34,16 +35,31 @@ var errNotDelivered = errors.New("worker: request not delivered")
 //
 // ctx ending by its deadline is not acted on here: the worker answers
 // timeout itself, or kill comes.
-func (p *Pool) roundTrip(ctx context.Context, w *proc, kind byte, header any, body []byte, kill time.Time, maxReply int) (replyHeader, []byte, error) {
+//
+// start, when positive (a load), bounds the module's start function: once
+// the worker reports that it runs (kindInstantiating, after compiling), it
+// is killed (killStart) start plus grace later if that comes before kill.
+func (p *Pool) roundTrip(ctx context.Context, w *proc, kind byte, header any, body []byte, kill time.Time, start time.Duration, maxReply int) (replyHeader, []byte, error) {
 	if errors.Is(ctx.Err(), context.Canceled) {
 		return replyHeader{}, nil, engine.Cancelled() // nothing sent: the worker stays as it is
 	}
 	events := newRelay(engine.EventsOf(ctx))
 	wd := &watchdog{p: p, w: w, cancelDone: make(chan struct{}), writeDone: make(chan struct{})}
+	var starting atomic.Bool // the deadline is the start function's
 	deadline := time.AfterFunc(time.Until(kill), func() {
 		p.notePeak(peakResidentBytes(w.cmd.Process.Pid))
+		if starting.Load() {
+			wd.kill(killStart)
+			return
+		}
 		wd.kill(killDeadline)
 	})
+	instantiating := func() {
+		if t := time.Now().Add(start + p.opts.Grace); start > 0 && t.Before(kill) && deadline.Stop() {
+			starting.Store(true)
+			deadline.Reset(time.Until(t))
+		}
+	}
 	wd.mu.Lock()
 	wd.rss = time.AfterFunc(rssEvery, wd.checkRSS)
 	wd.mu.Unlock()
@@ -72,7 +88,7 @@ func (p *Pool) roundTrip(ctx context.Context, w *proc, kind byte, header any, bo
 	if err != nil {
 		err = fmt.Errorf("%w: %w", errNotDelivered, err)
 	} else {
-		f, err = events.readReply(w.stdout, maxReply)
+		f, err = events.readReply(w.stdout, maxReply, instantiating)
 	}
 	if err != nil {
 		// The worker closed its end: it died, was killed by a watchdog
@@ -183,11 +199,12 @@ func (wd *watchdog) cancelled(ctx context.Context) func() {
 }
 
 // cancelGrace is how long a worker asked to stop a request (its caller went
-// away) may take to answer before it is killed. wazero stops at the next
-// loop back-edge: the worker answers in ~0.1 ms on an idle machine
-// (TestServeCancelFrame), but a loaded one can leave the process waiting
-// for a core for tens of ms, and a kill costs a process start and the
-// modules' reload. Loop-free code never stops and is killed.
+// away) may take to answer before it is killed. The worker does not stop
+// running wasm (sandbox.InProcess.Supervised); a call that ends within
+// cancelGrace answers cancelled (TestServeCancelFrame) and keeps the
+// worker — most calls take well under a millisecond, but a loaded machine
+// can leave the process waiting for a core for tens of ms, and a kill
+// costs a process start and the modules' reload. Longer calls are killed.
 const cancelGrace = 50 * time.Millisecond
 
 // deathError explains why a worker died mid-request.
@@ -203,6 +220,8 @@ func (p *Pool) deathError(w *proc, err error) error {
 		return engine.Cancelled()
 	case reason == killDeadline:
 		return toolerr.Errorf(toolerr.CodeTimeout, "the tool did not finish within its deadline; it was stopped")
+	case reason == killStart:
+		return toolerr.Errorf(toolerr.CodeInvalidModule, "the module's start function did not finish within the tool's timeout; it was stopped")
 	case reason == killMemory:
 		return toolerr.Errorf(toolerr.CodeMemoryLimit, "the tool used more than %d MiB of memory; it was stopped", p.opts.MaxRSSBytes>>20)
 	case strings.Contains(tail, "out of memory"), strings.Contains(tail, "cannot allocate memory"):
