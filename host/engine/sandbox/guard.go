@@ -38,6 +38,7 @@ type callGuard struct {
 	inputRefused bool            // the kernel could not take the input
 
 	kernel    api.Memory // the Extism kernel's memory, once looked up
+	kfns      *kernelFns // the kernel's call engines (kernel.go)
 	badAccess string     // the first out-of-range host-function access
 
 	events *callEvents // the call's event relay; nil: nobody listens
@@ -46,7 +47,7 @@ type callGuard struct {
 
 // reset clears what one call recorded, for an instance that is reused.
 func (g *callGuard) reset() {
-	*g = callGuard{memLimit: g.memLimit, mems: g.mems, kernel: g.kernel}
+	*g = callGuard{memLimit: g.memLimit, mems: g.mems, kernel: g.kernel, kfns: g.kfns}
 }
 
 func newCallGuard(spec engine.Spec, inputLen int) *callGuard {
@@ -169,9 +170,10 @@ type envListeners struct{}
 const envModule = "extism:host/env"
 
 func (envListeners) NewFunctionListener(def api.FunctionDefinition) experimental.FunctionListener {
-	// Only extism's Go host functions: a guest module can take any module
-	// name, but not be a Go function.
-	if def.ModuleName() != envModule || def.GoFunction() == nil || len(def.ExportNames()) == 0 {
+	// Only extism's Go host functions and those of kernelModule, which
+	// stand in for them: a guest module can take any module name, but not
+	// be a Go function.
+	if (def.ModuleName() != envModule && def.ModuleName() != kernelModule) || def.GoFunction() == nil || len(def.ExportNames()) == 0 {
 		return nil
 	}
 	switch name := def.ExportNames()[0]; name {

@@ -150,6 +150,7 @@ func (e *InProcess) Compile(ctx context.Context, spec engine.Spec) (engine.Modul
 			listeners = snapshotListeners{next: envListeners{}}
 		}
 	}
+	wasm = redirectKernelImports(wasm)
 	sum := sha256.Sum256(wasm)
 	lim := spec.Limits
 	manifest := extism.Manifest{
@@ -176,7 +177,7 @@ func (e *InProcess) Compile(ctx context.Context, spec engine.Spec) (engine.Modul
 	}
 	eg := egress{plugin: spec.Name, hosts: spec.Permissions.AllowedHosts, allowPrivate: spec.AllowPrivateNetwork, secrets: spec.Secrets}
 	cctx := experimental.WithFunctionListenerFactory(ctx, listeners)
-	cp, err := extism.NewCompiledPlugin(cctx, manifest, extism.PluginConfig{RuntimeConfig: rc, EnableWasi: true}, hostFunctions(eg))
+	cp, err := extism.NewCompiledPlugin(cctx, manifest, extism.PluginConfig{RuntimeConfig: rc, EnableWasi: true}, append(hostFunctions(eg), kernelFunctions()...))
 	if err != nil {
 		files.close()
 		// wazero's compiler does not stop when ctx ends; an error after it
