@@ -5,6 +5,7 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/tetratelabs/wazero"
@@ -88,5 +89,36 @@ func TestKernelCallEnginesAreKept(t *testing.T) {
 		if in.g.kfns.fns[kernelIndex[name]] == nil {
 			t.Errorf("no kept call engine for %s", name)
 		}
+	}
+}
+
+// A fresh (reset) instance calls its exports directly, as extism would,
+// with the right answers: output, an error the guest set, an export that
+// does not exist (extism's own path answers that one).
+func TestDirectCall(t *testing.T) {
+	m := compileFile(t, filepath.Join("..", "..", "testdata", "echo", "echo.wasm"), false, "echo", "fail", "counter")
+	if _, err := m.Call(context.Background(), "fail", nil); err == nil || !strings.Contains(err.Error(), "echo refused this input") {
+		t.Fatalf("fail: %v, want the error the guest set", err)
+	}
+	for i := range 3 {
+		out, err := m.Call(context.Background(), "echo", []byte(`{"i":1}`))
+		if err != nil || string(out) != `{"i":1}` {
+			t.Fatalf("echo %d: %q, %v", i, out, err)
+		}
+		if out, err := m.Call(context.Background(), "counter", nil); err != nil || string(out) != "1" {
+			t.Fatalf("counter %d on a fresh instance: %q, %v", i, out, err)
+		}
+	}
+	in := <-m.ready
+	defer func() { m.ready <- in }()
+	if in.r == nil || in.r.direct == nil {
+		t.Fatal("the fresh instance has no direct call path")
+	}
+	if in.r.direct.exports["echo"] == nil || in.r.direct.k.fns[kernelIndex["output_length"]] == nil {
+		t.Errorf("the direct path kept no call engines: exports %v", in.r.direct.exports)
+	}
+	rc, _, err := in.r.call(context.Background(), "no_such_export", nil)
+	if err == nil || rc != 1 {
+		t.Errorf("a missing export: rc %d, %v; want extism's unknown function error", rc, err)
 	}
 }

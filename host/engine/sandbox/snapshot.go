@@ -164,11 +164,16 @@ func (l taintListener) Abort(ctx context.Context, mod api.Module, def api.Functi
 
 type moduleSlotKey struct{}
 
+// moduleSlot is where initListener puts the instance's main module and
+// its Extism kernel, which extism does not expose.
+type moduleSlot struct{ main, kernel api.Module }
+
 type initListener struct{}
 
 func (initListener) Before(ctx context.Context, mod api.Module, _ api.FunctionDefinition, _ []uint64, _ experimental.StackIterator) {
-	if slot, ok := ctx.Value(moduleSlotKey{}).(*api.Module); ok {
-		*slot = mod
+	if slot, ok := ctx.Value(moduleSlotKey{}).(*moduleSlot); ok {
+		slot.main = mod
+		slot.kernel, _ = ctx.Value(extism.PluginCtxKey("extism")).(api.Module)
 	}
 }
 
@@ -188,6 +193,7 @@ type resettable struct {
 	p       *extism.Plugin
 	state   *snapshotState
 	tainted bool // a call used WASI state the snapshot does not hold
+	direct  *directCall
 }
 
 // newResettable instantiates cp, compiled from prep.wasm with
@@ -209,29 +215,37 @@ func newResettable(ctx context.Context, cp *extism.CompiledPlugin, prep *prepare
 		// Before the init export runs: it may log.
 		p.SetLogger(g.pluginLog)
 	}
-	var mod api.Module
-	rc, _, err := p.CallWithContext(context.WithValue(ctx, moduleSlotKey{}, &mod), initExport, nil)
+	var slot moduleSlot
+	rc, _, err := p.CallWithContext(context.WithValue(ctx, moduleSlotKey{}, &slot), initExport, nil)
 	if err == nil && rc != 0 {
 		err = fmt.Errorf("the init export returned %d", rc)
 	}
-	if err == nil && mod == nil {
+	if err == nil && slot.main == nil {
 		err = errors.New("the init export ran unobserved")
 	}
 	var state *snapshotState
 	if err == nil {
-		state, err = capture(alloc, mod, prep.globals)
+		state, err = capture(alloc, slot.main, prep.globals)
 	}
 	if err != nil {
 		p.Close(context.Background())
 		return nil, fmt.Errorf("sandbox: snapshot after initialization: %w", err)
 	}
-	return &resettable{p: p, state: state}, nil
+	r := &resettable{p: p, state: state}
+	if slot.kernel != nil && slot.kernel.ExportedMemory("memory") != nil {
+		r.direct = newDirectCall(p, slot.main, slot.kernel)
+	}
+	return r, nil
 }
 
 // call runs export with input, watching for WASI calls that would make
 // the instance impossible to reset.
 func (r *resettable) call(ctx context.Context, export string, input []byte) (uint32, []byte, error) {
-	return r.p.CallWithContext(context.WithValue(ctx, taintKey{}, &r.tainted), export, input)
+	ctx = context.WithValue(ctx, taintKey{}, &r.tainted)
+	if r.direct != nil {
+		return r.direct.call(ctx, export, input)
+	}
+	return r.p.CallWithContext(ctx, export, input)
 }
 
 // reset makes the instance fresh again. After an error the instance must
