@@ -37,11 +37,17 @@ func (m *inProcessModule) Call(ctx context.Context, export string, input []byte)
 		g.events = startEvents(sink)
 		defer g.events.finish() // runs after done: events holds no instance state
 	}
-	defer func() { m.done(in, err == nil) }()
+	// returned: the export returned normally, so an error it reported
+	// (a return code, an error message, a refused capability) leaves the
+	// instance as fit for a reset as a success does. A trap, a WASI exit,
+	// a limit, a misused host function or a stopped call still close it.
+	returned := false
+	defer func() { m.done(in, err == nil || returned) }()
 	if stopped := engine.Stopped(ctx, "the tool was about to start"); stopped != nil {
 		return nil, stopped
 	}
 	rc, out, err := in.call(ctx, export, input)
+	returned = in.r != nil && in.r.returned() && ctx.Err() == nil && !g.exhausted() && g.badAccess == "" && !g.inputRefused
 	if ctx.Err() != nil {
 		// The deadline passed or the caller left while the tool ran: it
 		// was stopped (WithCloseOnContextDone), or it ran to its end in a

@@ -28,6 +28,9 @@ type directCall struct {
 	mem     api.Memory // the kernel's
 	k       kernelFns
 	exports map[string]api.Function
+	// returned: the last call's export returned normally (no trap, no
+	// WASI exit), whatever it reported.
+	returned bool
 }
 
 func newDirectCall(p *extism.Plugin, main, kernel api.Module) *directCall {
@@ -51,6 +54,7 @@ func (d *directCall) kernelCall(ctx context.Context, name string, stack []uint64
 }
 
 func (d *directCall) call(ctx context.Context, name string, input []byte) (uint32, []byte, error) {
+	d.returned = false
 	f, ok := d.exports[name]
 	if !ok {
 		f = d.main.ExportedFunction(name)
@@ -86,6 +90,7 @@ func (d *directCall) call(ctx context.Context, name string, input []byte) (uint3
 	var stack [1]uint64
 	var res []uint64
 	err := f.CallWithStack(ctx, stack[:])
+	d.returned = err == nil
 	if err == nil && len(f.Definition().ResultTypes()) == 1 {
 		res = stack[:]
 	}

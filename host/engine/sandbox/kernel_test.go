@@ -122,3 +122,26 @@ func TestDirectCall(t *testing.T) {
 		t.Errorf("a missing export: rc %d, %v; want extism's unknown function error", rc, err)
 	}
 }
+
+// An export that returns an error (a return code and a message) leaves
+// its instance to be reset and kept, as a success does, not closed: the
+// next call finds the same instance, fresh. A trap still closes it.
+func TestGuestErrorKeepsTheInstance(t *testing.T) {
+	m := compileFile(t, filepath.Join("..", "..", "testdata", "echo", "echo.wasm"), false, "echo", "fail", "counter")
+	if out, err := m.Call(context.Background(), "counter", nil); err != nil || string(out) != "1" {
+		t.Fatalf("counter: %q, %v", out, err)
+	}
+	first := <-m.ready
+	m.ready <- first
+	if _, err := m.Call(context.Background(), "fail", nil); err == nil {
+		t.Fatal("fail: no error")
+	}
+	if out, err := m.Call(context.Background(), "counter", nil); err != nil || string(out) != "1" {
+		t.Fatalf("counter after a guest error: %q, %v (want a fresh instance: 1)", out, err)
+	}
+	kept := <-m.ready
+	m.ready <- kept
+	if kept != first {
+		t.Error("the instance was closed after a guest-reported error instead of being reset and kept")
+	}
+}

@@ -248,6 +248,10 @@ func (r *resettable) call(ctx context.Context, export string, input []byte) (uin
 	return r.p.CallWithContext(ctx, export, input)
 }
 
+// returned reports whether the last call's export returned normally
+// (known only on the direct path).
+func (r *resettable) returned() bool { return r.direct != nil && r.direct.returned }
+
 // reset makes the instance fresh again. After an error the instance must
 // be closed, not used.
 func (r *resettable) reset() error {
