@@ -55,13 +55,13 @@ func (m *inProcessModule) Call(ctx context.Context, export string, input []byte)
 		// Either way the call ended without an answer.
 		return nil, m.failure(ctx, g, context.Cause(ctx), stderr)
 	}
-	if g.inputRefused && ctx.Err() == nil {
+	if g.inputRefused {
 		// extism ignores the failure to copy the input into the kernel's
 		// memory: the export ran on an empty (or clobbered) input.
 		return nil, m.inputError(len(input))
 	}
 	if err != nil || rc != 0 {
-		if denied := deniedError(state); denied != nil && ctx.Err() == nil {
+		if denied := deniedError(state); denied != nil {
 			return nil, denied
 		}
 	}

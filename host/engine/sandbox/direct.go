@@ -24,9 +24,8 @@ import (
 type directCall struct {
 	p       *extism.Plugin
 	main    api.Module
-	kernel  api.Module
+	k       *kernelFns
 	mem     api.Memory // the kernel's
-	k       kernelFns
 	exports map[string]api.Function
 	// returned: the last call's export returned normally (no trap, no
 	// WASI exit), whatever it reported.
@@ -34,21 +33,16 @@ type directCall struct {
 }
 
 func newDirectCall(p *extism.Plugin, main, kernel api.Module) *directCall {
-	return &directCall{p: p, main: main, kernel: kernel, mem: kernel.ExportedMemory("memory"),
-		k:       kernelFns{kernel: kernel, fns: make([]api.Function, len(kernelForwards))},
+	return &directCall{p: p, main: main, k: newKernelFns(kernel), mem: kernel.ExportedMemory("memory"),
 		exports: map[string]api.Function{}}
 }
 
 // kernelCall calls the kernel's export name with stack (its parameters,
 // then its results).
 func (d *directCall) kernelCall(ctx context.Context, name string, stack []uint64) error {
-	i := kernelIndex[name]
-	f := d.k.fns[i]
-	if f == nil {
-		if f = d.kernel.ExportedFunction(name); f == nil {
-			return fmt.Errorf("function %q not found in the Extism kernel", name)
-		}
-		d.k.fns[i] = f
+	f, err := d.k.get(kernelIndex[name])
+	if err != nil {
+		return err
 	}
 	return f.CallWithStack(ctx, stack)
 }
@@ -67,14 +61,14 @@ func (d *directCall) call(ctx context.Context, name string, input []byte) (uint3
 		// Missing or unusable: extism's own path gives its own error.
 		return d.p.CallWithContext(ctx, name, input)
 	}
-	ctx = context.WithValue(ctx, extism.PluginCtxKey("extism"), d.kernel)
+	ctx = context.WithValue(ctx, extism.PluginCtxKey("extism"), d.k.kernel)
 	ctx = context.WithValue(ctx, extism.PluginCtxKey("plugin"), d.p)
 
 	// The input, as Plugin.SetInput sets it (outside the call's context).
 	var st [2]uint64
 	bg := context.Background()
 	if err := d.kernelCall(bg, "reset", st[:]); err != nil {
-		return 1, nil, errors.New("reset")
+		return 1, nil, fmt.Errorf("the Extism kernel could not be reset for the input: %v", err)
 	}
 	st[0] = uint64(len(input))
 	if err := d.kernelCall(bg, "alloc", st[:]); err != nil {
@@ -83,7 +77,7 @@ func (d *directCall) call(ctx context.Context, name string, input []byte) (uint3
 	offset := st[0]
 	d.mem.Write(uint32(offset), input) // extism ignores a failure too (callGuard records it)
 	st[0], st[1] = offset, uint64(len(input))
-	d.kernelCall(bg, "input_set", st[:])
+	d.kernelCall(bg, "input_set", st[:]) // extism ignores its error too
 	ctx = context.WithValue(ctx, extism.InputOffsetKey("inputOffset"), offset)
 
 	// The call and its return code, as CallWithContext reads them.

@@ -70,10 +70,27 @@ var kernelIndex = func() map[string]int {
 }()
 
 // kernelFns are the call engines of one plugin instance's kernel, by
-// index in kernelForwards.
+// index in kernelForwards, each made on first use.
 type kernelFns struct {
 	kernel api.Module
 	fns    []api.Function
+}
+
+func newKernelFns(kernel api.Module) *kernelFns {
+	return &kernelFns{kernel: kernel, fns: make([]api.Function, len(kernelForwards))}
+}
+
+// get returns the call engine of the i-th forwarded export.
+func (k *kernelFns) get(i int) (api.Function, error) {
+	if f := k.fns[i]; f != nil {
+		return f, nil
+	}
+	f := k.kernel.ExportedFunction(kernelForwards[i].name)
+	if f == nil {
+		return nil, fmt.Errorf("function %q not found in the Extism kernel", kernelForwards[i].name)
+	}
+	k.fns[i] = f
+	return f, nil
 }
 
 // kernelFunctions are the host functions of kernelModule.
@@ -99,25 +116,16 @@ func kernelFunction(ctx context.Context, i int) api.Function {
 	if !ok {
 		panic("toolhost: the Extism kernel is not in the call's context")
 	}
-	g := guardOf(ctx)
-	if g == nil {
-		return mustExport(kernel, i)
+	k := newKernelFns(kernel) // no guard: not kept
+	if g := guardOf(ctx); g != nil {
+		if g.kfns == nil || g.kfns.kernel != kernel {
+			g.kfns = k
+		}
+		k = g.kfns
 	}
-	if g.kfns == nil || g.kfns.kernel != kernel {
-		g.kfns = &kernelFns{kernel: kernel, fns: make([]api.Function, len(kernelForwards))}
-	}
-	f := g.kfns.fns[i]
-	if f == nil {
-		f = mustExport(kernel, i)
-		g.kfns.fns[i] = f
-	}
-	return f
-}
-
-func mustExport(kernel api.Module, i int) api.Function {
-	f := kernel.ExportedFunction(kernelForwards[i].name)
-	if f == nil {
-		panic(fmt.Errorf("function %q not found in the Extism kernel", kernelForwards[i].name))
+	f, err := k.get(i)
+	if err != nil {
+		panic(err) // as extism's env module does: the guest traps
 	}
 	return f
 }
@@ -166,32 +174,18 @@ func redirectImportSection(b []byte) (out []byte, n int, err error) {
 	out = uleb(nil, count)
 	for ; count > 0 && r.err == nil; count-- {
 		start := r.pos
-		module := r.name()
-		name := r.name()
-		descStart := r.pos
-		switch kind := r.byte(); kind {
-		case 0: // func
-			r.u32()
-		case 1: // table
-			r.byte()
-			r.limits()
-		case 2: // memory
-			r.limits()
-		case 3: // global
-			r.byte()
-			r.byte()
-		default:
-			return nil, 0, fmt.Errorf("import section: unsupported import kind %d", kind)
-		}
+		module, name := r.name(), r.name()
+		desc := r.pos
+		kind := r.importDesc()
 		if r.err != nil {
 			break
 		}
-		if _, fwd := kernelIndex[name]; fwd && module == envModule && b[descStart] == 0 {
+		if _, fwd := kernelIndex[name]; fwd && module == envModule && kind == 0 {
 			out = uleb(out, uint32(len(kernelModule)))
 			out = append(out, kernelModule...)
 			out = uleb(out, uint32(len(name)))
 			out = append(out, name...)
-			out = append(out, b[descStart:r.pos]...)
+			out = append(out, b[desc:r.pos]...)
 			n++
 			continue
 		}

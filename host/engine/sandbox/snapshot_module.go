@@ -92,23 +92,11 @@ func prepareForSnapshot(wasm []byte) (*prepared, error) {
 	if b := find(2); b != nil {
 		r := wr{b: b}
 		for n := r.u32(); n > 0 && r.err == nil; n-- {
-			r.name()
-			r.name()
-			switch kind := r.byte(); kind {
-			case 0: // func
-				r.u32()
+			switch _, _, kind := r.importEntry(); kind {
+			case 0:
 				importedFuncs++
-			case 1: // table
-				r.byte()
-				r.limits()
-			case 2: // memory
-				r.limits()
-			case 3: // global
-				r.byte()
-				r.byte()
+			case 3:
 				importedGlobals++
-			default:
-				return nil, fmt.Errorf("import section: unsupported import kind %d", kind)
 			}
 		}
 		if r.err != nil {
@@ -322,6 +310,32 @@ func (r *wr) take(n int) []byte {
 }
 
 func (r *wr) name() string { return string(r.take(int(r.u32()))) }
+
+// importEntry reads one import: its module and field names and its kind.
+func (r *wr) importEntry() (module, name string, kind byte) {
+	module, name = r.name(), r.name()
+	return module, name, r.importDesc()
+}
+
+// importDesc reads an import's descriptor and returns its kind (0 func,
+// 1 table, 2 memory, 3 global).
+func (r *wr) importDesc() (kind byte) {
+	switch kind = r.byte(); kind {
+	case 0: // func: type index
+		r.u32()
+	case 1: // table: reference type, limits
+		r.byte()
+		r.limits()
+	case 2: // memory
+		r.limits()
+	case 3: // global: value type, mutability
+		r.byte()
+		r.byte()
+	default:
+		r.fail(fmt.Sprintf("unsupported import kind %d", kind))
+	}
+	return kind
+}
 
 // skipVec skips a vector of one-byte value types and returns its length.
 func (r *wr) skipVec() uint32 {

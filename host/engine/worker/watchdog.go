@@ -55,7 +55,10 @@ func (p *Pool) roundTrip(ctx context.Context, w *proc, kind byte, header any, bo
 		wd.kill(killDeadline)
 	})
 	instantiating := func() {
-		if t := time.Now().Add(start + p.opts.Grace); start > 0 && t.Before(kill) && deadline.Stop() {
+		if start <= 0 {
+			return // not a load
+		}
+		if t := time.Now().Add(start + p.opts.Grace); t.Before(kill) && deadline.Stop() {
 			starting.Store(true)
 			deadline.Reset(time.Until(t))
 		}
