@@ -20,8 +20,10 @@ func newAuditCmd(g *globalOptions) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "audit",
 		Short: "The audit log: every call and change, hash-chained ($TOOLHOST_HOME/audit.jsonl)",
-		Long: `The audit log is a plain file, one JSON record per line, appended and fsync'd
-by the process holding the store before it answers. Each record carries seq,
+		Long: `The audit log is a plain file, one JSON record per line, appended and made
+durable by the process holding the store before it answers (audit.jsonl.wal
+holds the records not yet synced in audit.jsonl; after a crash, the next
+toolhost command that opens the store puts them back). Each record carries seq,
 prev (the hash of the record before) and hash (sha256 of the line without its
 hash member), so a changed, deleted, inserted or reordered record breaks the
 chain where it happened. Keep ` + "`toolhost audit head`" + ` somewhere else to detect

@@ -11,8 +11,13 @@
 //
 // The log is append-only and written by one process: the one holding the
 // store (badger's directory lock makes that unique). Every Append is
-// fsync'd (fdatasync) before it returns, so a record is durable before the
-// answer it accounts for is sent; concurrent appends share one (Group).
+// durable before it returns, so a record is durable before the answer it
+// accounts for is sent: its line is written to audit.jsonl and to the
+// write-ahead file audit.jsonl.wal, which is fdatasync'd (cheaper than
+// syncing the growing audit.jsonl; audit.jsonl itself is synced when the
+// write-ahead file's ring is full, on Close and on Open, which restores
+// from it what a crash kept out of audit.jsonl: wal.go). Concurrent appends
+// share one fdatasync (Group).
 package audit
 
 import (
@@ -156,7 +161,9 @@ func truncate(s string) string {
 type Log struct {
 	mu   sync.Mutex
 	f    *os.File
+	wal  *wal
 	path string
+	size int64 // bytes of f written (guarded by syncMu)
 	seq  uint64
 	head string
 	now  func() time.Time
@@ -225,32 +232,84 @@ func datasync(f *os.File) error {
 	return serr
 }
 
-// Open opens (creating it 0600) the audit log at path and finds its head.
-// A torn last line (a crash between write and fsync) is cut off and the cut
+// Open opens (creating it 0600) the audit log at path, with its
+// write-ahead file (path + ".wal", see wal.go), and finds its head. After a
+// crash it cuts what was never made durable (a torn last line, say) and
+// restores from the write-ahead file the records that were; either is
 // recorded as a change record, so the chain stays verifiable.
-func Open(path string) (*Log, error) {
+func Open(path string) (*Log, error) { return open(path, walSize, nil) }
+
+// open is Open with the write-ahead file's size and, for tests, the
+// fdatasync (nil: datasync).
+func open(path string, ringSize int64, fsync func(*os.File) error) (l *Log, err error) {
 	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o600)
 	if err != nil {
 		return nil, fmt.Errorf("audit: open %s: %w", path, err)
 	}
-	l := &Log{f: f, path: path, now: time.Now, wrote: make(chan struct{}, 1)}
-	torn, err := l.findHead()
+	w, ok, err := openWAL(walPath(path), ringSize)
 	if err != nil {
 		f.Close()
 		return nil, err
 	}
-	if _, err := f.Seek(0, io.SeekEnd); err != nil {
-		f.Close()
+	l = &Log{f: f, wal: w, path: path, now: time.Now, wrote: make(chan struct{}, 1), fsync: fsync}
+	defer func() {
+		if err != nil {
+			f.Close()
+			w.f.Close()
+		}
+	}()
+	var repair string
+	if ok {
+		repair, err = l.recoverFrom(w)
+	} else {
+		// No checkpoint: a log from before the write-ahead file, or one
+		// whose file was never finished. Every record that returned was
+		// fsync'd in audit.jsonl itself.
+		var torn int64
+		if torn, err = l.findHead(); err == nil && torn > 0 {
+			repair = fmt.Sprintf("cut a torn last line of %d bytes (a write that did not finish)", torn)
+		}
+		if err == nil {
+			err = w.init()
+		}
+	}
+	if err != nil {
+		return nil, err
+	}
+	end, err := f.Seek(0, io.SeekEnd)
+	if err != nil {
 		return nil, fmt.Errorf("audit: %s: %w", path, err)
 	}
-	if torn > 0 {
-		if _, err := l.Append(Record{Kind: KindChange, Action: "audit_repair", Subject: FileName,
-			Detail: fmt.Sprintf("cut a torn last line of %d bytes (a write that did not finish)", torn)}); err != nil {
-			f.Close()
+	l.size = end
+	if err := l.checkpoint(); err != nil {
+		return nil, err
+	}
+	if repair != "" {
+		if _, err := l.Append(Record{Kind: KindChange, Action: "audit_repair", Subject: FileName, Detail: repair}); err != nil {
 			return nil, err
 		}
 	}
 	return l, nil
+}
+
+// checkpoint makes audit.jsonl durable as written and records that in the
+// write-ahead file, starting a new lap of its ring. syncMu is held (or the
+// log not yet shared).
+func (l *Log) checkpoint() error {
+	if err := l.sync(l.f); err != nil {
+		return fmt.Errorf("audit: sync %s: %w", l.path, err)
+	}
+	l.mu.Lock()
+	c := checkpoint{length: uint64(l.size), seq: l.seq, hash: l.head}
+	l.mu.Unlock()
+	return l.wal.checkpoint(c, l.sync)
+}
+
+func (l *Log) sync(f *os.File) error {
+	if l.fsync != nil {
+		return l.fsync(f)
+	}
+	return datasync(f)
 }
 
 // findHead reads the last complete record for seq and head, and cuts an
@@ -270,9 +329,6 @@ func (l *Log) findHead() (int64, error) {
 			}
 			if err := l.f.Truncate(good); err != nil {
 				return 0, fmt.Errorf("audit: cut torn last line of %s: %w", l.path, err)
-			}
-			if err := l.f.Sync(); err != nil {
-				return 0, fmt.Errorf("audit: %s: %w", l.path, err)
 			}
 			return int64(len(line)), l.setHead(last)
 		}
@@ -375,25 +431,27 @@ func (l *Log) syncThrough(seq uint64) error {
 	if err != nil {
 		return err
 	}
-	if _, err := l.f.Write(lines); err != nil {
-		l.mu.Lock()
-		defer l.mu.Unlock()
-		l.err = fmt.Errorf("audit: write %s: %w; the log refuses further records until toolhost restarts", l.path, err)
-		return l.err
-	}
-	l.spare = lines[:0]
-	fsync := datasync
-	if l.fsync != nil {
-		fsync = l.fsync
-	}
-	if err := fsync(l.f); err != nil {
+	fail := func(err error) error {
 		l.mu.Lock()
 		defer l.mu.Unlock()
 		if l.err == nil {
-			l.err = fmt.Errorf("audit: sync %s: %w; the log refuses further records until toolhost restarts", l.path, err)
+			l.err = fmt.Errorf("%w; the log refuses further records until toolhost restarts", err)
 		}
 		return l.err
 	}
+	if _, err := l.f.Write(lines); err != nil {
+		return fail(fmt.Errorf("audit: write %s: %w", l.path, err))
+	}
+	l.size += int64(len(lines))
+	if l.wal.fits(len(lines)) {
+		err = l.wal.append(lines, l.sync)
+	} else {
+		err = l.checkpoint() // the ring is full: sync audit.jsonl itself
+	}
+	if err != nil {
+		return fail(err)
+	}
+	l.spare = lines[:0]
 	l.synced = written
 	return nil
 }
@@ -427,18 +485,22 @@ func (l *Log) Head() (uint64, string) {
 // Path is the file the log writes.
 func (l *Log) Path() string { return l.path }
 
-// Close closes the file.
+// Close writes the records whose appends have not returned (a Close
+// racing them), makes the log durable and closes its files.
 func (l *Log) Close() error {
 	l.syncMu.Lock()
 	defer l.syncMu.Unlock()
 	l.mu.Lock()
-	defer l.mu.Unlock()
-	if len(l.buf) > 0 && l.err == nil {
-		// Records whose appends have not returned (a Close racing them).
-		if _, err := l.f.Write(l.buf); err != nil {
-			l.f.Close()
-			return err
+	lines, failed := l.buf, l.err
+	l.buf = nil
+	l.mu.Unlock()
+	var err error
+	if failed == nil {
+		if _, err = l.f.Write(lines); err == nil {
+			l.size += int64(len(lines))
+			err = l.checkpoint()
 		}
 	}
-	return l.f.Close()
+	err = errors.Join(err, l.wal.f.Close())
+	return errors.Join(err, l.f.Close())
 }
