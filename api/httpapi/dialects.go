@@ -5,6 +5,9 @@ import (
 	"net/http"
 	"strings"
 
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/toolhost/toolhost/api/mcpserver"
 	"github.com/toolhost/toolhost/host"
 	"github.com/toolhost/toolhost/host/toolerr"
 )
@@ -35,6 +38,7 @@ type toolView struct {
 	OutputSchema  json.RawMessage
 	Annotations   *toolAnnotations
 	NeedsApproval bool
+	Icon          string // the manifest's data: URI; format=mcp sends it as icons
 }
 
 // toolAnnotations are the manifest's behaviour hints. The manifest writes
@@ -48,7 +52,7 @@ func viewOf(t host.ToolInfo) toolView {
 	v := toolView{
 		Name: t.Name, Description: t.Description, Parameters: t.Parameters,
 		Plugin: t.Plugin, Version: t.Version,
-		OutputSchema: t.OutputSchema, NeedsApproval: t.NeedsApproval,
+		OutputSchema: t.OutputSchema, NeedsApproval: t.NeedsApproval, Icon: t.Icon,
 	}
 	if a := t.Annotations; a != nil {
 		v.Title = a.Title
@@ -262,6 +266,7 @@ type mcpTool struct {
 	InputSchema  json.RawMessage `json:"inputSchema"`
 	OutputSchema json.RawMessage `json:"outputSchema,omitempty"`
 	Annotations  *mcpAnnotations `json:"annotations,omitempty"`
+	Icons        []mcp.Icon      `json:"icons,omitempty"`
 }
 
 // mcpAnnotations are MCP's tool annotations. Every hint is written out:
@@ -278,7 +283,7 @@ type mcpAnnotations struct {
 func renderMCP(tools []toolView, _ bool) any {
 	out := make([]mcpTool, len(tools))
 	for i, t := range tools {
-		mt := mcpTool{Name: t.Name, Title: t.Title, Description: t.Description, InputSchema: t.Parameters, OutputSchema: t.OutputSchema}
+		mt := mcpTool{Name: t.Name, Title: t.Title, Description: t.Description, InputSchema: t.Parameters, OutputSchema: t.OutputSchema, Icons: mcpserver.Icons(t.Icon)}
 		if a := t.Annotations; a != nil {
 			mt.Annotations = &mcpAnnotations{
 				Title: t.Title, ReadOnlyHint: a.ReadOnly, DestructiveHint: a.Destructive,

@@ -2,7 +2,11 @@ package httpapi
 
 import (
 	"bytes"
+	"encoding/base64"
 	"encoding/json"
+	"fmt"
+	"image"
+	pngpkg "image/png"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
@@ -504,5 +508,39 @@ func TestDialectsRequestErrors(t *testing.T) {
 	r := do(t, srv, "GET", "/v1/tools?format=openai-responses", "", "")
 	if got := responsesParams(r.body); len(got) != 3 || !strings.Contains(string(r.body), `"strict":false`) || strings.Contains(string(r.body), "strict_report") {
 		t.Errorf("responses listing = %s", r.body)
+	}
+}
+
+// TestMCPFormatCarriesIcons: format=mcp gives a tool's manifest icon as
+// MCP icons, as the MCP server's tools/list does, and no icons key without
+// one.
+func TestMCPFormatCarriesIcons(t *testing.T) {
+	var png bytes.Buffer
+	if err := pngpkg.Encode(&png, image.NewRGBA(image.Rect(0, 0, 24, 24))); err != nil {
+		t.Fatal(err)
+	}
+	icon := "data:image/png;base64," + base64.StdEncoding.EncodeToString(png.Bytes())
+	out, err := json.Marshal(renderMCP([]toolView{{Name: "clock", Icon: icon}, {Name: "plain"}}, false))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got struct {
+		Tools []struct {
+			Name  string
+			Icons []map[string]any `json:"icons"`
+		}
+	}
+	if err := json.Unmarshal(out, &got); err != nil {
+		t.Fatal(err)
+	}
+	if len(got.Tools) != 2 || len(got.Tools[0].Icons) != 1 {
+		t.Fatalf("format=mcp: %s", out)
+	}
+	ic := got.Tools[0].Icons[0]
+	if ic["src"] != icon || ic["mimeType"] != "image/png" || fmt.Sprint(ic["sizes"]) != "[24x24]" {
+		t.Errorf("clock's icon = %v", ic)
+	}
+	if got.Tools[1].Icons != nil || bytes.Count(out, []byte(`"icons"`)) != 1 {
+		t.Errorf("a tool without an icon got icons: %s", out)
 	}
 }

@@ -48,6 +48,11 @@ func (a *API) governanceRoutes(authed func(string, http.Handler)) {
 	}
 	if a.opts.AuditFile != "" {
 		authed("GET /v1/audit", http.HandlerFunc(a.listAudit))
+		authed("/v1/audit", methodNotAllowed("GET, HEAD"))
+	}
+	if a.opts.Approvals != nil {
+		authed("/v1/approvals", methodNotAllowed("GET, HEAD"))
+		authed("/v1/approvals/{id}", methodNotAllowed("POST"))
 	}
 }
 

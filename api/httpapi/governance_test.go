@@ -134,6 +134,18 @@ func TestGovernanceEndToEnd(t *testing.T) {
 	if r := do(t, srv, "POST", "/v1/approvals/"+p.ID, `{"decision":"approve"}`, ""); r.status != 404 {
 		t.Fatalf("deciding twice: %d %s", r.status, r.body)
 	}
+	// A wrong method on a governance route is 405 with Allow, like the
+	// other routes, not "no route".
+	for _, c := range []struct{ method, path, allow string }{
+		{"POST", "/v1/approvals", "GET, HEAD"}, {"DELETE", "/v1/approvals", "GET, HEAD"},
+		{"GET", "/v1/approvals/" + p.ID, "POST"}, {"PUT", "/v1/approvals/x", "POST"},
+		{"POST", "/v1/audit", "GET, HEAD"},
+	} {
+		r := do(t, srv, c.method, c.path, "", "")
+		if r.status != 405 || r.header.Get("Allow") != c.allow || !strings.Contains(string(r.body), "method_not_allowed") {
+			t.Errorf("%s %s: %d Allow=%q %s", c.method, c.path, r.status, r.header.Get("Allow"), r.body)
+		}
+	}
 	// timeout
 	g.gov.Approvals().Timeout = 300 * time.Millisecond
 	if a := <-call(`{"id":"3"}`); a.r.status != 403 || !strings.Contains(string(a.r.body), "nobody approved delete_note within 300ms") {

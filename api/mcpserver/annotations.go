@@ -27,16 +27,25 @@ func addToolFields(tool *mcp.Tool, t host.ToolInfo) {
 			IdempotentHint: a.Idempotent, OpenWorldHint: &openWorld,
 		}
 	}
-	if t.Icon != "" {
-		// Checked when the manifest was read; a bad one is left out.
-		if mimeType, img, err := plugin.ParseIcon(t.Icon); err == nil {
-			icon := mcp.Icon{Source: t.Icon, MIMEType: mimeType}
-			if size := plugin.IconSize(img); size != "" {
-				icon.Sizes = []string{size}
-			}
-			tool.Icons = []mcp.Icon{icon}
-		}
+	tool.Icons = Icons(t.Icon)
+}
+
+// Icons is a tool's MCP icons for its manifest icon (a data: URI): none
+// when it has none. The icon was checked when the manifest was read; a bad
+// one is left out.
+func Icons(dataURI string) []mcp.Icon {
+	if dataURI == "" {
+		return nil
 	}
+	mimeType, img, err := plugin.ParseIcon(dataURI)
+	if err != nil {
+		return nil
+	}
+	icon := mcp.Icon{Source: dataURI, MIMEType: mimeType}
+	if size := plugin.IconSize(img); size != "" {
+		icon.Sizes = []string{size}
+	}
+	return []mcp.Icon{icon}
 }
 
 // governanceDefinition is the part of what a client sees that comes from
