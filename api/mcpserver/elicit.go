@@ -16,6 +16,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/toolhost/toolhost/host"
 	"github.com/toolhost/toolhost/host/content"
 	"github.com/toolhost/toolhost/host/govern"
 )
@@ -75,6 +76,54 @@ type parkedCall struct {
 	done    chan struct{}
 	res     []byte
 	err     error
+
+	// events carries the plugin's lines and progress to the request that
+	// waits for the call: the first until it is parked, then the retry
+	// (nil: the first request asked for none).
+	events *switchSink
+	// The first request's progress stream, stopped when it was parked
+	// (guarded by parking.mu): a retry with the same token continues
+	// from last, so a client sees one rising sequence.
+	progressToken any
+	progressLast  float64
+}
+
+// switchSink forwards a call's events to the sink of the request that
+// currently waits for it, if any; the level is the first request's (the
+// sandbox reads it once, when the call starts), and a later sink gets only
+// the lines it wants.
+type switchSink struct {
+	level host.LogLevel
+	mu    sync.Mutex
+	to    host.CallEvents
+}
+
+func (w *switchSink) LogLevel() host.LogLevel { return w.level }
+
+func (w *switchSink) Log(level host.LogLevel, text string) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.to != nil && level >= w.to.LogLevel() {
+		w.to.Log(level, text)
+	}
+}
+
+func (w *switchSink) Progress(p host.Progress) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.to != nil {
+		w.to.Progress(p)
+	}
+}
+
+// set points the sink at to (nil: nobody waits; events are dropped).
+func (w *switchSink) set(to host.CallEvents) {
+	if w == nil {
+		return
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.to = to
 }
 
 type parking struct {
@@ -116,6 +165,31 @@ func (p *parking) takeIf(state string, ok func(*parkedCall) bool) *parkedCall {
 	return c
 }
 
+// noteProgress records where the progress stream of the request that
+// parked the call under state stopped.
+func (p *parking) noteProgress(state string, token any, last float64) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if c := p.calls[state]; c != nil {
+		c.progressToken, c.progressLast = token, last
+	}
+}
+
+// progressFrom is where a retry's progress stream for token goes on:
+// where the parked call's first request left it, when the retry names that
+// call and sends the same token (ok false: a stream of its own).
+func (p *parking) progressFrom(state string, token any) (last float64, ok bool) {
+	if state == "" {
+		return 0, false
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if c := p.calls[state]; c != nil && c.progressToken != nil && reflect.DeepEqual(c.progressToken, token) {
+		return c.progressLast, true
+	}
+	return 0, false
+}
+
 // newRequestState returns an unguessable token for a parked call.
 func newRequestState() string {
 	var b [16]byte
@@ -146,6 +220,10 @@ func (s *Server) callGoverned(ctx context.Context, req *mcp.CallToolRequest) (*m
 	// the call is parked.
 	callCtx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	pc := &parkedCall{session: req.Session, tool: p.Name, args: bytes.Clone(p.Arguments), answer: make(chan govern.Answer, 1), cancel: cancel, done: make(chan struct{})}
+	if ev := host.CallEventsOf(ctx); ev != nil {
+		pc.events = &switchSink{level: ev.LogLevel(), to: ev}
+		callCtx = host.WithCallEvents(callCtx, pc.events)
+	}
 	var parked atomic.Bool
 	asks := make(chan struct{}, 1)
 	elicit := func(ectx context.Context, pend govern.Pending) (govern.Answer, error) {
@@ -189,6 +267,7 @@ func (s *Server) callGoverned(ctx context.Context, req *mcp.CallToolRequest) (*m
 		}
 		return s.answer(ctx, req, pc.res, pc.err), nil
 	case <-asks:
+		pc.events.set(nil) // this request ends; the retry takes over
 		go func() {
 			<-pc.done
 			cancel()
@@ -225,6 +304,8 @@ func (s *Server) resume(ctx context.Context, req *mcp.CallToolRequest) (*mcp.Cal
 		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: fmt.Sprintf(
 			"requestState is not one this server issued for this call of %s: it was altered, has expired or been used, belongs to another session, or came with other arguments; call %s again without requestState", p.Name, p.Name)}
 	}
+	pc.events.set(host.CallEventsOf(ctx))
+	defer pc.events.set(nil)
 	select {
 	case pc.answer <- elicitAnswer(answer):
 	default:

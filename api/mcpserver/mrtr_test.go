@@ -3,15 +3,19 @@ package mcpserver
 import (
 	"context"
 	"encoding/json"
+	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/toolhost/toolhost/host"
 	"github.com/toolhost/toolhost/host/govern"
 )
 
@@ -155,4 +159,78 @@ func TestMRTRApprovalStateChecked(t *testing.T) {
 		}
 	}
 	refused("state used twice", "delete_note", map[string]any{"arguments": args, "requestState": state, "inputResponses": approve})
+}
+
+// A call that waited for the user's approval keeps its events: the
+// plugin's lines and progress after the approval reach the client (they
+// used to go to the first request, already answered), and the client's
+// progress token sees one rising sequence with one "finished", at the end
+// (the first request no longer says "finished" when the call is parked).
+func TestApprovedCallKeepsItsEvents(t *testing.T) {
+	approvals := &govern.Approvals{Timeout: time.Minute}
+	b := newFake(tool("work", `{"type":"object"}`))
+	b.answerCtx("work", func(ctx context.Context, args []byte) (json.RawMessage, error) {
+		if _, err := approvals.Ask(ctx, govern.Pending{Tool: "work", Plugin: "p", Arguments: args}); err != nil {
+			return nil, err
+		}
+		ev := host.CallEventsOf(ctx)
+		if ev == nil {
+			return nil, errors.New("no sink after the approval")
+		}
+		ev.Log(host.LogInfo, "item 1 of 2")
+		ev.Log(host.LogWarn, "item 2 looks odd")
+		ev.Progress(host.Progress{Progress: 1, Total: 2, Message: "item 1"})
+		ev.Progress(host.Progress{Progress: 2, Total: 2, Message: "item 2"})
+		return json.RawMessage(`"done"`), nil
+	})
+	s := New(b, "1")
+	defer s.Close()
+	srv := httptest.NewServer(s.Handler(HTTPOptions{}))
+	defer srv.Close()
+	defer s.CloseSessions()
+	for _, where := range []string{"stdio", srv.URL} {
+		for _, version := range []string{"2025-11-25", statelessRevision} {
+			t.Run(strings.TrimPrefix(where, "http://")+"/"+version, func(t *testing.T) {
+				var got clientEvents
+				opts := got.options()
+				opts.ElicitationHandler = func(context.Context, *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
+					return &mcp.ElicitResult{Action: "accept", Content: map[string]any{"approve": true}}, nil
+				}
+				cs := connectAt(t, s, where, version, opts)
+				p := &mcp.CallToolParams{Name: "work", Arguments: map[string]any{"n": 2}}
+				p.SetProgressToken("tok-" + version)
+				if version == statelessRevision {
+					p.Meta[mcp.MetaKeyLogLevel] = "info"
+				} else if err := cs.SetLoggingLevel(context.Background(), &mcp.SetLoggingLevelParams{Level: "info"}); err != nil {
+					t.Fatal(err)
+				}
+				res, err := cs.CallTool(context.Background(), p)
+				if err != nil || res.IsError || textOf(res) != "done" {
+					t.Fatalf("call: %v %s", err, textOf(res))
+				}
+				lines, progress := got.settle()
+				var texts []string
+				for _, l := range lines {
+					texts = append(texts, fmt.Sprint(l.Data))
+				}
+				if !slices.Contains(texts, "item 1 of 2") || !slices.Contains(texts, "item 2 looks odd") {
+					t.Errorf("lines after the approval: %q", texts)
+				}
+				var msgs []string
+				finished := 0
+				for i, pr := range progress {
+					msgs = append(msgs, pr.Message)
+					if pr.Message == "finished" {
+						finished++
+					}
+					if i > 0 && !(pr.Progress > progress[i-1].Progress) {
+						t.Errorf("progress %d (%v %q) does not rise after %v", i, pr.Progress, pr.Message, progress[i-1].Progress)
+					}
+				}
+				if !slices.Contains(msgs, "item 2") || finished != 1 || msgs[len(msgs)-1] != "finished" {
+					t.Errorf("progress messages: %q", msgs)
+				}
+			})
+		}
+	}
 }

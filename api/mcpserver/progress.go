@@ -49,12 +49,18 @@ type progressStream struct {
 
 // heartbeat starts the progress stream of a call and returns it; its stop
 // sends what is pending and "finished", and waits for the stream to end.
-func heartbeat(ctx context.Context, ss *mcp.ServerSession, token any, interval time.Duration) *progressStream {
+// A stream that continues one stopped by park (resumed: a retry of a call
+// that waited for the user's answer) starts after from instead of at 0.
+func heartbeat(ctx context.Context, ss *mcp.ServerSession, token any, interval time.Duration, resumed bool, from float64) *progressStream {
 	p := &progressStream{
 		ctx: ctx, ss: ss, token: token, start: time.Now(),
 		kick: make(chan struct{}, 1), done: make(chan struct{}), finished: make(chan struct{}),
 	}
-	p.notify(0, "started")
+	if resumed {
+		p.notify(bump(from), "resumed with the user's answer")
+	} else {
+		p.notify(0, "started")
+	}
 	go p.run(interval)
 	return p
 }
@@ -108,6 +114,16 @@ func (p *progressStream) sendPending() {
 	}
 	p.lastTool = time.Now()
 	p.notify(v, r.Message)
+}
+
+// park ends the stream of a request whose call now waits for the user's
+// answer: the tool's last report, no "finished" (the call has not), and
+// the last value sent, for the retry's stream to go on from.
+func (p *progressStream) park() float64 {
+	close(p.done)
+	<-p.finished
+	p.sendPending()
+	return p.last
 }
 
 // stop ends the stream: the tool's last report, then "finished".

@@ -238,16 +238,30 @@ func (s *Server) callTool(ctx context.Context, req *mcp.CallToolRequest) (*mcp.C
 		ctx = host.WithEntry(ctx, host.EntryMCPHTTP)
 	}
 	var progress *progressStream
-	if tok := req.Params.GetProgressToken(); tok != nil && req.Session != nil {
-		progress = heartbeat(ctx, req.Session, tok, s.progressEvery)
-		defer progress.stop()
+	tok := req.Params.GetProgressToken()
+	if tok != nil && req.Session != nil {
+		from, resumed := s.parked.progressFrom(req.Params.RequestState, tok)
+		progress = heartbeat(ctx, req.Session, tok, s.progressEvery, resumed, from)
 	}
+	var res *mcp.CallToolResult
+	defer func() {
+		if progress == nil {
+			return
+		}
+		if res != nil && res.InputRequests != nil {
+			// Parked, not finished: the retry's stream goes on from here.
+			s.parked.noteProgress(res.RequestState, tok, progress.park())
+			return
+		}
+		progress.stop()
+	}()
 	ctx = s.logStart(ctx, req)
 	if ev := s.events(ctx, req, progress); ev != nil {
 		ctx = host.WithCallEvents(ctx, ev)
-		defer ev.close() // before progress.stop: lines, then "finished"
+		defer ev.close() // before progress: lines, then "finished"
 	}
-	return s.callGoverned(ctx, req)
+	res, err := s.callGoverned(ctx, req)
+	return res, err
 }
 
 // errorResult turns a call failure into a tool result the model reads:

@@ -51,6 +51,9 @@ func TestMain(m *testing.M) {
 	if len(os.Args) > 2 && os.Args[1] == "sandbox-worker" {
 		os.Exit(worker.Main(os.Args[2]))
 	}
+	if len(os.Args) > 1 && os.Args[1] == hopChild {
+		os.Exit(runHopChild())
+	}
 	os.Exit(m.Run())
 }
 
@@ -401,6 +404,7 @@ func BenchmarkRows(b *testing.B) {
 			}
 		})
 	}
+	b.Run("hop/pipe-round-trip", benchHop)
 }
 
 func benchRawWazero(b *testing.B, s *subject) {
