@@ -163,8 +163,13 @@ type Log struct {
 	f    *os.File
 	wal  *wal
 	path string
-	size int64 // bytes of f written (guarded by syncMu)
-	seq  uint64
+	// size is the bytes written to f, ending with record fileSeq, whose
+	// hash is fileHead (guarded by syncMu; seq and head run ahead of them
+	// while records wait in buf).
+	size     int64
+	fileSeq  uint64
+	fileHead string
+	seq      uint64
 	head string
 	now  func() time.Time
 	err  error // the first write error; the log refuses further appends
@@ -280,7 +285,7 @@ func open(path string, ringSize int64, fsync func(*os.File) error) (l *Log, err 
 	if err != nil {
 		return nil, fmt.Errorf("audit: %s: %w", path, err)
 	}
-	l.size = end
+	l.size, l.fileSeq, l.fileHead = end, l.seq, l.head
 	if err := l.checkpoint(); err != nil {
 		return nil, err
 	}
@@ -294,15 +299,13 @@ func open(path string, ringSize int64, fsync func(*os.File) error) (l *Log, err 
 
 // checkpoint makes audit.jsonl durable as written and records that in the
 // write-ahead file, starting a new lap of its ring. syncMu is held (or the
-// log not yet shared).
+// log not yet shared). It names the last record written to the file, not
+// l.seq: records appended meanwhile wait in buf (TestCheckpointsMatchTheFile).
 func (l *Log) checkpoint() error {
 	if err := l.sync(l.f); err != nil {
 		return fmt.Errorf("audit: sync %s: %w", l.path, err)
 	}
-	l.mu.Lock()
-	c := checkpoint{length: uint64(l.size), seq: l.seq, hash: l.head}
-	l.mu.Unlock()
-	return l.wal.checkpoint(c, l.sync)
+	return l.wal.checkpoint(checkpoint{length: uint64(l.size), seq: l.fileSeq, hash: l.fileHead}, l.sync)
 }
 
 func (l *Log) sync(f *os.File) error {
@@ -425,7 +428,7 @@ func (l *Log) syncThrough(seq uint64) error {
 	}
 	l.gather()
 	l.mu.Lock()
-	written, err, lines := l.seq, l.err, l.buf
+	written, head, err, lines := l.seq, l.head, l.err, l.buf
 	l.buf = l.spare[:0]
 	l.mu.Unlock()
 	if err != nil {
@@ -442,7 +445,7 @@ func (l *Log) syncThrough(seq uint64) error {
 	if _, err := l.f.Write(lines); err != nil {
 		return fail(fmt.Errorf("audit: write %s: %w", l.path, err))
 	}
-	l.size += int64(len(lines))
+	l.size, l.fileSeq, l.fileHead = l.size+int64(len(lines)), written, head
 	if l.wal.fits(len(lines)) {
 		err = l.wal.append(lines, l.sync)
 	} else {
@@ -491,13 +494,13 @@ func (l *Log) Close() error {
 	l.syncMu.Lock()
 	defer l.syncMu.Unlock()
 	l.mu.Lock()
-	lines, failed := l.buf, l.err
+	lines, seq, head, failed := l.buf, l.seq, l.head, l.err
 	l.buf = nil
 	l.mu.Unlock()
 	var err error
 	if failed == nil {
 		if _, err = l.f.Write(lines); err == nil {
-			l.size += int64(len(lines))
+			l.size, l.fileSeq, l.fileHead = l.size+int64(len(lines)), seq, head
 			err = l.checkpoint()
 		}
 	}
