@@ -170,9 +170,9 @@ type Log struct {
 	fileSeq  uint64
 	fileHead string
 	seq      uint64
-	head string
-	now  func() time.Time
-	err  error // the first write error; the log refuses further appends
+	head     string
+	now      func() time.Time
+	err      error // the first write error; the log refuses further appends
 	// buf holds the records written since the last sync began, in order;
 	// the appender that leads the next fsync writes them to the file in
 	// one write (spare is the buffer before, for reuse).

@@ -62,11 +62,10 @@ func (c checkpoint) encode() ([]byte, error) {
 	b = binary.LittleEndian.AppendUint64(b, c.seq)
 	var h [32]byte
 	if c.hash != "" {
-		raw, err := hex.DecodeString(c.hash)
-		if err != nil || len(raw) != len(h) || !hashRE.MatchString(c.hash) {
+		if !hashRE.MatchString(c.hash) {
 			return nil, fmt.Errorf("checkpoint hash %q is not 64 lowercase hex digits", truncate(c.hash))
 		}
-		copy(h[:], raw)
+		hex.Decode(h[:], []byte(c.hash)) //nolint:errcheck // 64 hex digits, checked above
 	}
 	b = append(b, h[:]...)
 	return binary.LittleEndian.AppendUint32(b, crc32.Checksum(b, castagnoli)), nil
@@ -127,17 +126,19 @@ func openWAL(path string, size int64) (w *wal, ok bool, err error) {
 		f.Close()
 		return nil, false, fmt.Errorf("audit: read %s: %w", path, err)
 	}
-	a, okA := decodeCheckpoint(slots[:walSlot])
-	b, okB := decodeCheckpoint(slots[walSlot:])
-	switch {
-	case okA && (!okB || a.gen > b.gen):
-		w.ck = a
-	case okB:
-		w.ck = b
-	default:
-		return w, false, nil
+	w.ck, ok = newestCheckpoint(slots[:])
+	return w, ok, nil
+}
+
+// newestCheckpoint decodes the two slots at the start of b and returns the
+// valid one with the higher generation.
+func newestCheckpoint(b []byte) (checkpoint, bool) {
+	a, okA := decodeCheckpoint(b[:walSlot])
+	c, okC := decodeCheckpoint(b[walSlot:])
+	if okA && (!okC || a.gen > c.gen) {
+		return a, true
 	}
-	return w, true, nil
+	return c, okC
 }
 
 // init writes the whole file (zeros), so that later writes overwrite
@@ -278,7 +279,7 @@ func (l *Log) recoverFrom(w *wal) (string, error) {
 			err = fmt.Errorf("it is record seq %d, the write-ahead file's checkpoint says seq %d", r.Seq, ck.seq)
 		}
 		if err != nil {
-			return "", fmt.Errorf("audit: the last record %s made durable (at byte %d) is damaged (%v); %s", l.path, ck.length, err, moveAside)
+			return "", fmt.Errorf("audit: the last record of %s that toolhost made durable (the line ending at byte %d) is damaged (%v); %s", l.path, ck.length, err, moveAside)
 		}
 	}
 	l.seq, l.head = ck.seq, ck.hash
