@@ -24,8 +24,9 @@ function med(name, unit,    k, i, j, t, a) {
 	for (i = 2; i <= k; i++) for (j = i; j > 1 && a[j] < a[j-1]; j--) { t = a[j]; a[j] = a[j-1]; a[j-1] = t }
 	return a[int((k + 1) / 2)]
 }
-# num prints a figure with three significant digits, whole numbers from 100.
-function num(v) { return v >= 100 ? sprintf("%.0f", v) : sprintf("%.3g", v) }
+# num prints a figure with three significant digits, whole numbers from 100;
+# "-" for a figure the row does not report.
+function num(v) { return v == "" ? "-" : v >= 100 ? sprintf("%.0f", v) : sprintf("%.3g", v) }
 /^Benchmark(Rows\/|Startup)/ && NF > 2 {
 	name = row($1)
 	for (i = 3; i < NF; i += 2) add(name, $(i+1), $i)

@@ -108,7 +108,12 @@ func (g *globalOptions) serve(ctx context.Context, o serveOptions) error {
 		fmt.Fprintf(g.stderr, "WARNING: --insecure-no-token: the API on %s answers WITHOUT the bearer token; every process on this machine, of any user, can list and call the tools. Use it for test instances only.\n", o.addr)
 		tokenSource = "none needed (--insecure-no-token)"
 	}
-	g.logger = slog.New(slog.NewTextHandler(g.stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
+	// A line per call, written in batches (observe.LineBuffer); warnings,
+	// errors and direct messages go out at once, in order.
+	lines := observe.NewLineBuffer(g.stderr, logFlushDelay)
+	defer lines.Flush()
+	g.stderr = lines.Urgent()
+	g.logger = slog.New(observe.FlushingHandler(slog.NewTextHandler(lines, &slog.HandlerOptions{Level: slog.LevelInfo}), lines, slog.LevelWarn))
 	g.allowPrivateNet = o.allowPrivateNet
 	if o.mcpSession < 0 {
 		return usagef("--mcp-session-timeout %v is negative; pass a duration such as 30m, or 0 to keep idle sessions", o.mcpSession)
@@ -189,6 +194,10 @@ func (g *globalOptions) serve(ctx context.Context, o serveOptions) error {
 	}
 	return nil
 }
+
+// logFlushDelay is how long serve's per-call log lines may wait to be
+// written with the ones after them.
+const logFlushDelay = 20 * time.Millisecond
 
 const workersUsage = "sandbox worker processes (default: twice the CPUs, at least 3); one plugin uses at most all but one"
 
