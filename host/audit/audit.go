@@ -488,20 +488,32 @@ func (l *Log) Head() (uint64, string) {
 // Path is the file the log writes.
 func (l *Log) Path() string { return l.path }
 
+// errClosed refuses appends after Close.
+var errClosed = errors.New("audit: the log is closed (toolhost is shutting down) and this record was not written; check `toolhost audit` once it is back")
+
 // Close writes the records whose appends have not returned (a Close
-// racing them), makes the log durable and closes its files.
+// racing them), makes the log durable and closes its files. Those appends
+// then return their records; later ones are refused (errClosed). A second
+// Close does nothing.
 func (l *Log) Close() error {
 	l.syncMu.Lock()
 	defer l.syncMu.Unlock()
 	l.mu.Lock()
 	lines, seq, head, failed := l.buf, l.seq, l.head, l.err
 	l.buf = nil
+	if failed == errClosed {
+		l.mu.Unlock()
+		return nil
+	}
+	l.err = errClosed
 	l.mu.Unlock()
 	var err error
 	if failed == nil {
 		if _, err = l.f.Write(lines); err == nil {
 			l.size, l.fileSeq, l.fileHead = l.size+int64(len(lines)), seq, head
-			err = l.checkpoint()
+			if err = l.checkpoint(); err == nil {
+				l.synced = seq // the racing appends' records are durable
+			}
 		}
 	}
 	err = errors.Join(err, l.wal.f.Close())
