@@ -489,7 +489,7 @@ func (l *Log) Head() (uint64, string) {
 func (l *Log) Path() string { return l.path }
 
 // errClosed refuses appends after Close.
-var errClosed = errors.New("audit: the log is closed (toolhost is shutting down) and this record was not written; check `toolhost audit` once it is back")
+var errClosed = errors.New("audit: the log is closed (toolhost is shutting down) and this record was not written; once toolhost is back, check with `toolhost audit list` what was recorded and redo what is missing")
 
 // Close writes the records whose appends have not returned (a Close
 // racing them), makes the log durable and closes its files. Those appends

@@ -25,7 +25,6 @@ import (
 type LineBuffer struct {
 	w     io.Writer
 	delay time.Duration
-	limit int
 
 	flushMu sync.Mutex // held while writing to w: one batch at a time, in order
 	mu      sync.Mutex // guards buf and armed
@@ -41,7 +40,7 @@ const lineBufferLimit = 64 << 10
 // NewLineBuffer returns a LineBuffer over w that writes what it holds at
 // most delay after the first byte came in.
 func NewLineBuffer(w io.Writer, delay time.Duration) *LineBuffer {
-	b := &LineBuffer{w: w, delay: delay, limit: lineBufferLimit}
+	b := &LineBuffer{w: w, delay: delay}
 	b.timer = time.AfterFunc(time.Hour, func() { b.Flush() })
 	b.timer.Stop()
 	return b
@@ -52,7 +51,7 @@ func NewLineBuffer(w io.Writer, delay time.Duration) *LineBuffer {
 func (b *LineBuffer) Write(p []byte) (int, error) {
 	b.mu.Lock()
 	b.buf = append(b.buf, p...)
-	full := len(b.buf) >= b.limit
+	full := len(b.buf) >= lineBufferLimit
 	if !full && !b.armed {
 		b.armed = true
 		b.timer.Reset(b.delay)
