@@ -33,6 +33,7 @@ import (
 	"github.com/toolhost/toolhost/host"
 	"github.com/toolhost/toolhost/host/content"
 	"github.com/toolhost/toolhost/host/toolerr"
+	"github.com/toolhost/toolhost/internal/strictjson"
 )
 
 // DefaultMaxBodyBytes is the default of Options.MaxBodyBytes.
@@ -294,7 +295,8 @@ func tooLarge(limit int64) *toolerr.Error {
 // only key is "arguments", exactly spelled and not repeated (encoding/json
 // would take the last duplicate and match keys case-insensitively). An
 // empty body, {} and "arguments": null all mean no arguments. The argument
-// object itself is passed on as raw bytes for the host to validate.
+// object itself is only checked for well-formedness and passed on as raw
+// bytes: the host parses it, once, strictly, and validates it.
 func parseCallBody(body []byte) (json.RawMessage, *toolerr.Error) {
 	shape := func(format string, args ...any) *toolerr.Error {
 		return toolerr.Errorf(toolerr.CodeInvalidArguments, "the request body must be {\"arguments\":{...}}: "+format, args...)
@@ -303,34 +305,23 @@ func parseCallBody(body []byte) (json.RawMessage, *toolerr.Error) {
 	if len(body) == 0 {
 		return json.RawMessage("{}"), nil
 	}
-	dec := json.NewDecoder(bytes.NewReader(body))
-	if tok, err := dec.Token(); err != nil || tok != json.Delim('{') {
+	if body[0] != '{' {
 		return nil, shape("the body is not a JSON object")
 	}
 	var args json.RawMessage
-	seen := false
-	for dec.More() {
-		tok, err := dec.Token()
-		if err != nil {
-			return nil, shape("invalid JSON: %v", err)
-		}
-		key, _ := tok.(string)
+	err := strictjson.Members(body, func(key string, value []byte) error {
 		if key != "arguments" {
-			return nil, shape("unexpected key %q", key)
+			return shape("unexpected key %q", key)
 		}
-		if seen {
-			return nil, shape(`"arguments" appears twice`)
-		}
-		seen = true
-		if err := dec.Decode(&args); err != nil {
-			return nil, shape("invalid JSON: %v", err)
-		}
-	}
-	if _, err := dec.Token(); err != nil {
-		return nil, shape("invalid JSON: %v", err)
-	}
-	if _, err := dec.Token(); err != io.EOF {
-		return nil, shape("unexpected data after the JSON object")
+		args = value
+		return nil
+	})
+	var te *toolerr.Error
+	switch {
+	case errors.As(err, &te):
+		return nil, te
+	case err != nil:
+		return nil, shape("invalid JSON: %s", strings.TrimPrefix(err.Error(), strictjson.ErrInvalid.Error()+": "))
 	}
 	if len(args) == 0 || string(args) == "null" {
 		return json.RawMessage("{}"), nil

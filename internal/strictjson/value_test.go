@@ -110,3 +110,83 @@ func FuzzParse(f *testing.F) {
 		}
 	})
 }
+
+// FuzzParseMatchesReference holds the hand-written Parse to the
+// Token-based parser it replaced: every document is accepted by both or
+// refused by both, for the same kind of reason (malformed or out of
+// bounds), and an accepted one gives the same value and node counts.
+// Small limits put the depth and number bounds within the fuzzer's reach.
+func FuzzParseMatchesReference(f *testing.F) {
+	for _, s := range []string{
+		`{}`, `[]`, `{"a":[1,2,{"b":null}]}`, `{"n":1e400}`, `{"n":1e999999}`, `[0.000001e-300]`,
+		`{"a":"\ud83d\ude00"}`, `{"a":"\ud83d"}`, `{"a":"\ude00\ud83d"}`, `"\ud800\ud800\udc00"`, `{"a":1,"a":2}`,
+		`{"a":1,"\u0061":2}`, `[1,]`, `{"a" 1}`, `[01]`, `[-]`, `[1.]`, `[1e+]`, `[1e999x]`, `tru`, `nulll`,
+		`"\x"`, "\"\t\"", `"\u12"`, `"a\/b\\c\"d\b\f\n\r\t"`, `[[[[1]]]]`, ` {"é":"☃ 𝄞"} `, `{"a":[{"b":[]},{}]} x`,
+		`{"k":"\uD834\uDD1E"}`, `"\ud834\u0041"`, `[1e2,-0.0,0e0,123456789012345678901234567890]`,
+	} {
+		f.Add([]byte(s))
+	}
+	lim := ValueLimits{MaxDepth: 4, MaxNumberLen: 12, MaxExponent: 20}
+	kind := func(err error) string {
+		switch {
+		case err == nil:
+			return "accepted"
+		case errors.Is(err, ErrBounds):
+			return "out of bounds"
+		case errors.Is(err, ErrInvalid):
+			return "invalid"
+		}
+		return "other: " + err.Error()
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		for _, l := range []ValueLimits{{}, lim} {
+			got, err := Parse(data, l)
+			want, werr := referenceParse(data, l)
+			if kind(err) != kind(werr) {
+				t.Fatalf("%q (limits %+v): Parse %s (%v), the reference %s (%v)", data, l, kind(err), err, kind(werr), werr)
+			}
+			if err != nil {
+				continue
+			}
+			if !reflect.DeepEqual(got.V, want.V) {
+				t.Fatalf("%q: Parse gave %#v, the reference %#v", data, got.V, want.V)
+			}
+			if !reflect.DeepEqual(got.Nodes, want.Nodes) {
+				t.Fatalf("%q: Parse counted %v, the reference %v", data, got.Nodes, want.Nodes)
+			}
+		}
+	})
+}
+
+func TestParseErrorsSayWhereAndWhat(t *testing.T) {
+	for _, c := range []struct{ doc, want string }{
+		{`{"a":[1,tru]}`, `invalid character ']' at byte 11, expecting "true"`},
+		{`{"a":[1,tru]}`, `(at $.a[1])`},
+		{`{"a" 1}`, `expecting ':' after an object key`},
+		{`[1 2]`, `expecting ',' or ']'`},
+		{`{"a":"x\qy"}`, `expecting an escape`},
+		{"{\"a\":\"\x01\"}", `control characters must be escaped`},
+		{`{"a":[`, `document ends early at $.a[0]`},
+		{`{"a":"\ud800"}`, `unpaired UTF-16 surrogate escape before byte 13`},
+		{`{"a":1} x`, `unexpected data after the JSON value at byte 8`},
+	} {
+		_, err := Parse([]byte(c.doc), ValueLimits{})
+		if err == nil || !errors.Is(err, ErrInvalid) || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%s: %v, want an ErrInvalid saying %q", c.doc, err, c.want)
+		}
+	}
+}
+
+func BenchmarkParse(b *testing.B) {
+	in := []byte(`{"query":"weather in Paris","units":"metric","days":3,"lang":"en"}`)
+	for name, parse := range map[string]func([]byte, ValueLimits) (Value, error){"scanner": Parse, "reference": referenceParse} {
+		b.Run(name, func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, err := parse(in, ValueLimits{}); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
