@@ -144,7 +144,7 @@ func (m *module) call(ctx context.Context, export string, input []byte) ([]byte,
 	// The worker's clock (BudgetMS from now) makes a call that ends past
 	// its deadline answer timeout; one that does not end is killed a grace
 	// later.
-	hdr := callHeader{Key: m.spec.Key, Export: export, Measure: p.opts.MeasurePeakRSS, BudgetMS: budgetMS(deadline)}
+	hdr := callHeader{Key: m.spec.Key, Export: export, Measure: p.opts.MeasurePeakRSS, BudgetMS: budgetMS(deadline), Poll: p.awaiting.Load() == 0}
 	if ev := engine.EventsOf(ctx); ev != nil {
 		hdr.Events, hdr.LogLevel = true, ev.LogLevel()
 	}

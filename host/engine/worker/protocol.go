@@ -121,6 +121,10 @@ type callHeader struct {
 	// and log lines at LogLevel and above.
 	Events   bool            `json:"events,omitempty"`
 	LogLevel engine.LogLevel `json:"log_level,omitempty"`
+	// Poll tells the worker to poll for its next request before parking
+	// (spinner): set when no other call of the pool waits for a reply, the
+	// sequential calls for which a parked worker's wake-up is the cost.
+	Poll bool `json:"poll,omitempty"`
 }
 
 // eventHeader is one event: a log line (Level set) or a progress report.

@@ -6,13 +6,11 @@ import (
 	"io"
 	"os"
 	"testing"
+	"time"
 )
 
-// TestRawPipeCarriesMoreThanThePipeHolds writes 1 MiB (16 times a pipe's
-// buffer) through a rawPipe while the other end reads it, so both sides
-// wait in the poller; then the writer's close reads as EOF, and a closed
-// rawPipe refuses to read.
-func TestRawPipeCarriesMoreThanThePipeHolds(t *testing.T) {
+// rawPipeReader makes a pipe: its read end as a rawPipe, its write end.
+func rawPipeReader(t *testing.T) (*rawPipe, *os.File) {
 	r, w, err := os.Pipe()
 	if err != nil {
 		t.Fatal(err)
@@ -21,6 +19,15 @@ func TestRawPipeCarriesMoreThanThePipeHolds(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	return pr, w
+}
+
+// TestRawPipeCarriesMoreThanThePipeHolds writes 1 MiB (16 times a pipe's
+// buffer) through a rawPipe while the other end reads it, so both sides
+// wait in the poller; then the writer's close reads as EOF, and a closed
+// rawPipe refuses to read.
+func TestRawPipeCarriesMoreThanThePipeHolds(t *testing.T) {
+	pr, w := rawPipeReader(t)
 	pw, err := newRawPipe(w)
 	if err != nil {
 		t.Fatal(err)
@@ -74,5 +81,82 @@ func TestRawPipeWriteToClosedReaderFails(t *testing.T) {
 	r.Close()
 	if _, err := pw.Write([]byte("frame")); err == nil {
 		t.Fatal("write to a pipe nobody reads succeeded")
+	}
+}
+
+// TestSpinnerAdapts: a spinner polls while recent waits were short, stops
+// once they grow long (a worker between a loaded server's calls, an idle
+// one), still probes one wait in probeEvery, comes back at once when a
+// wait ends while polling, and never polls past its budget.
+func TestSpinnerAdapts(t *testing.T) {
+	s := spinner{budget: 50 * time.Microsecond}
+	if !s.polls() || !s.again(time.Now()) {
+		t.Fatal("a new spinner does not poll")
+	}
+	if s.again(time.Now().Add(-time.Millisecond)) {
+		t.Fatal("polls past its budget")
+	}
+	for range 3 {
+		s.waited(time.Now().Add(-2*time.Millisecond), true)
+	}
+	polled := 0
+	for range 10 * probeEvery {
+		if s.polls() {
+			polled++
+		}
+	}
+	if polled != 10 {
+		t.Fatalf("after three parked waits of 2 ms (recent %v), %d of %d waits poll; want one in %d", time.Duration(s.recent.Load()), polled, 10*probeEvery, probeEvery)
+	}
+	s.waited(time.Now().Add(-10*time.Microsecond), false)
+	if !s.polls() {
+		t.Fatalf("a wait that ended while polling does not bring polling back (recent %v)", time.Duration(s.recent.Load()))
+	}
+	for range 12 {
+		s.waited(time.Now().Add(-90*time.Microsecond), true)
+	}
+	if !s.polls() {
+		t.Fatalf("parked waits of 90 µs (under twice the budget) stop polling (recent %v)", time.Duration(s.recent.Load()))
+	}
+	alone := false
+	s.alone = func() bool { return alone }
+	if s.again(time.Now()) {
+		t.Fatal("polls while not alone")
+	}
+	alone = true
+	if !s.again(time.Now()) {
+		t.Fatal("does not poll once alone again")
+	}
+}
+
+// TestRawPipeSpinningReadsEverything: with polling on, frames written
+// after pauses short and long (polled for, parked for) all arrive, in
+// order, and the writer's close still reads as EOF.
+func TestRawPipeSpinningReadsEverything(t *testing.T) {
+	pr, w := rawPipeReader(t)
+	pr.spin.budget = 50 * time.Microsecond
+	defer pr.Close()
+	pauses := []time.Duration{0, 5 * time.Microsecond, 20 * time.Microsecond, 200 * time.Microsecond, 2 * time.Millisecond}
+	var want []byte
+	go func() {
+		for i := range 200 {
+			time.Sleep(pauses[i%len(pauses)])
+			frame := bytes.Repeat([]byte{byte(i)}, 1+i%37)
+			if _, err := w.Write(frame); err != nil {
+				t.Error(err)
+				break
+			}
+		}
+		w.Close()
+	}()
+	for i := range 200 {
+		want = append(want, bytes.Repeat([]byte{byte(i)}, 1+i%37)...)
+	}
+	got, err := io.ReadAll(pr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(got, want) {
+		t.Fatalf("read %d bytes, want the %d written", len(got), len(want))
 	}
 }

@@ -10,6 +10,7 @@ import (
 	"os"
 	"runtime/debug"
 	"runtime/metrics"
+	"sync/atomic"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -52,6 +53,13 @@ func Serve(ctx context.Context, r io.Reader, w io.Writer, cacheDir string) error
 	eng.Supervised = true
 	defer eng.Close(ctx)
 	modules := map[string]engine.Module{}
+	// The supervisor says in each call whether the worker polls for the
+	// next request (callHeader.Poll).
+	var poll atomic.Bool
+	if p, ok := r.(*rawPipe); ok {
+		p.spin.budget = requestSpin
+		p.spin.alone = poll.Load
+	}
 	br := bufio.NewReaderSize(r, 64<<10)
 	bw := bufio.NewWriterSize(w, 64<<10)
 	reply := func(e *toolerr.Error, body []byte) error {
@@ -118,6 +126,7 @@ func Serve(ctx context.Context, r io.Reader, w io.Writer, cacheDir string) error
 			if err := json.Unmarshal(f.header, &h); err != nil {
 				return fmt.Errorf("worker: bad call header: %w", err)
 			}
+			poll.Store(h.Poll)
 			mod := modules[h.Key]
 			if mod == nil {
 				if err := reply(toolerr.Errorf(toolerr.CodeInternal, "module not loaded in worker"), nil); err != nil {
