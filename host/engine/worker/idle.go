@@ -67,15 +67,20 @@ func (s *sched) mayTake(plugin string) bool {
 	return len(s.idle) > reserve
 }
 
-// takeLocked removes the longest idle worker that has module key loaded
-// (it has had the most time to prepare the module's next instance), or
-// else the longest idle of those with the fewest modules loaded (so that a
-// call does not take, and a spinning call not get killed in, the warm
-// worker of another plugin while a bare one is idle), and counts plugin
-// as running.
+// takeLocked removes the most recently idle worker that has module key
+// loaded, or else the most recently idle of those with the fewest modules
+// loaded (so that a call does not take, and a spinning call not get killed
+// in, the warm worker of another plugin while a bare one is idle), and
+// counts plugin as running. Most recent first: back-to-back calls of a
+// tool go to the worker that just answered, whose caches are warm and
+// which may still be polling for its next request (spinner), and the
+// workers that stay cold are the ones the retirer stops. (A worker's
+// instance is reset before it answers, so a longer-idle one has nothing
+// more ready.)
 func (s *sched) takeLocked(plugin, key string) *proc {
 	i := -1
-	for j, w := range s.idle {
+	for j := len(s.idle) - 1; j >= 0; j-- {
+		w := s.idle[j]
 		if w.loaded[key] {
 			i = j
 			break
