@@ -110,6 +110,8 @@ type module struct {
 
 // Call implements engine.Module.
 func (m *module) Call(caller context.Context, export string, input []byte) ([]byte, error) {
+	m.pool.calls.Add(1)
+	defer m.pool.calls.Add(-1)
 	ctx, cancel := engine.Budget(caller, m.spec.Limits.TimeoutMS)
 	defer cancel()
 	out, err := m.call(ctx, export, input)
@@ -144,7 +146,7 @@ func (m *module) call(ctx context.Context, export string, input []byte) ([]byte,
 	// The worker's clock (BudgetMS from now) makes a call that ends past
 	// its deadline answer timeout; one that does not end is killed a grace
 	// later.
-	hdr := callHeader{Key: m.spec.Key, Export: export, Measure: p.opts.MeasurePeakRSS, BudgetMS: budgetMS(deadline), Poll: p.awaiting.Load() == 0}
+	hdr := callHeader{Key: m.spec.Key, Export: export, Measure: p.opts.MeasurePeakRSS, BudgetMS: budgetMS(deadline), Poll: p.calls.Load() == 1}
 	if ev := engine.EventsOf(ctx); ev != nil {
 		hdr.Events, hdr.LogLevel = true, ev.LogLevel()
 	}

@@ -80,9 +80,9 @@ type Pool struct {
 
 	started, killed, crashed atomic.Uint64
 	peakRSS                  atomic.Int64
-	// awaiting counts the calls waiting for a worker's reply: a reply is
-	// polled for only by a call that waits alone (spinner).
-	awaiting atomic.Int32
+	// calls counts the calls inside Call, waiting for a worker or for its
+	// reply: pipes are polled (spinner) only for a call that is alone.
+	calls atomic.Int32
 }
 
 // Stats is a snapshot of a pool's workers.

@@ -101,7 +101,7 @@ func (p *Pool) start() (*proc, error) {
 		return nil, err
 	}
 	stdout.spin.budget = replySpin
-	stdout.spin.alone = func() bool { return p.awaiting.Load() <= 1 }
+	stdout.spin.alone = func() bool { return p.calls.Load() <= 1 }
 	w := &proc{id: p.gen.Add(1), pool: p, cmd: cmd, stdin: stdin, stdout: bufio.NewReaderSize(stdout, 64<<10), stderr: &tailBuffer{max: 4096}, loaded: map[string]bool{}, dead: make(chan struct{})}
 	cmd.Stderr = w.stderr
 	err = cmd.Start()
@@ -222,7 +222,7 @@ func firstWords(s string) string {
 }
 
 // replySpin and requestSpin are how long the supervisor polls for a reply
-// (only while no other call of the pool waits for one: with several in
+// (only while no other call is inside the pool's Call: with several in
 // flight the process has other work, and the CPUs are shared) and a worker
 // for its next request before parking (spinner). 50 µs covers a short
 // call's round trip; measured on the sequential isolated echo

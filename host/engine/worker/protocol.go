@@ -122,8 +122,8 @@ type callHeader struct {
 	Events   bool            `json:"events,omitempty"`
 	LogLevel engine.LogLevel `json:"log_level,omitempty"`
 	// Poll tells the worker to poll for its next request before parking
-	// (spinner): set when no other call of the pool waits for a reply, the
-	// sequential calls for which a parked worker's wake-up is the cost.
+	// (spinner): set when no other call is inside the pool, the sequential
+	// calls for which a parked worker's wake-up is the cost.
 	Poll bool `json:"poll,omitempty"`
 }
 

@@ -91,9 +91,7 @@ func (p *Pool) roundTrip(ctx context.Context, w *proc, kind byte, header any, bo
 	if err != nil {
 		err = fmt.Errorf("%w: %w", errNotDelivered, err)
 	} else {
-		p.awaiting.Add(1)
 		f, err = events.readReply(w.stdout, maxReply, instantiating)
-		p.awaiting.Add(-1)
 	}
 	if err != nil {
 		// The worker closed its end: it died, was killed by a watchdog
