@@ -33,9 +33,8 @@ func Members(data []byte, fn func(key string, value []byte) error) error {
 		s.i++
 		return s.finish()
 	}
-	var first string
-	var seen map[string]bool // from the second member on
-	for n := 0; ; n++ {
+	var seen map[string]bool
+	for {
 		s.space()
 		if s.i >= len(s.data) || s.data[s.i] != '"' {
 			return s.syntax("a string for an object key")
@@ -46,18 +45,13 @@ func Members(data []byte, fn func(key string, value []byte) error) error {
 		if err != nil {
 			return err
 		}
-		switch {
-		case n == 0:
-			first = key
-		case seen == nil && key == first, seen[key]:
+		if seen[key] {
 			return fmt.Errorf("%w: duplicate key %q in $", ErrInvalid, key)
 		}
-		if n > 0 {
-			if seen == nil {
-				seen = map[string]bool{first: true}
-			}
-			seen[key] = true
+		if seen == nil {
+			seen = map[string]bool{}
 		}
+		seen[key] = true
 		s.space()
 		if s.i >= len(s.data) || s.data[s.i] != ':' {
 			return s.syntax("':' after an object key")
