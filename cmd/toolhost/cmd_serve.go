@@ -19,6 +19,7 @@ import (
 	"github.com/toolhost/toolhost/host/govern"
 	"github.com/toolhost/toolhost/host/observe"
 	"github.com/toolhost/toolhost/host/watch"
+	"github.com/toolhost/toolhost/internal/rawio"
 	"github.com/toolhost/toolhost/plugin"
 )
 
@@ -166,7 +167,7 @@ func (g *globalOptions) serve(ctx context.Context, o serveOptions) error {
 	srv := httpapi.NewServer(api, o.addr)
 	srv.ErrorLog = slog.NewLogLogger(g.logger.Handler(), slog.LevelWarn)
 	errc := make(chan error, 1)
-	go func() { errc <- srv.Serve(ln) }()
+	go func() { errc <- srv.Serve(rawio.Listener{Listener: ln}) }()
 
 	url := "http://" + ln.Addr().String()
 	fmt.Fprintf(g.stdout, "toolhost %s serving %d tools on %s\n", version, len(local.H.Tools()), url)

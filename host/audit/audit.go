@@ -37,6 +37,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/toolhost/toolhost/internal/rawio"
 	"github.com/toolhost/toolhost/internal/strictjson"
 )
 
@@ -205,6 +206,16 @@ type Log struct {
 func (l *Log) Group(inFlight func() int, maxDelay time.Duration) {
 	l.coming = func() int { return inFlight() - int(l.waiting.Load()) }
 	l.maxDelay = maxDelay
+}
+
+// pwrite writes lines at off with a raw system call (rawio: the
+// scheduler's system-call path would wake sysmon, as a sync would).
+func pwrite(f *os.File, lines []byte, off int64) error {
+	rc, err := f.SyscallConn()
+	if err != nil {
+		return err
+	}
+	return rawio.Pwrite(rc, lines, off)
 }
 
 // datasync makes f's written data durable: fdatasync (the data and the
@@ -442,7 +453,7 @@ func (l *Log) syncThrough(seq uint64) error {
 		}
 		return l.err
 	}
-	if _, err := l.f.Write(lines); err != nil {
+	if err := pwrite(l.f, lines, l.size); err != nil {
 		return fail(fmt.Errorf("audit: write %s: %w", l.path, err))
 	}
 	l.size, l.fileSeq, l.fileHead = l.size+int64(len(lines)), written, head
@@ -509,7 +520,7 @@ func (l *Log) Close() error {
 	l.mu.Unlock()
 	var err error
 	if failed == nil {
-		if _, err = l.f.Write(lines); err == nil {
+		if err = pwrite(l.f, lines, l.size); err == nil {
 			l.size, l.fileSeq, l.fileHead = l.size+int64(len(lines)), seq, head
 			if err = l.checkpoint(); err == nil {
 				l.synced = seq // the racing appends' records are durable

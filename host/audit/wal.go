@@ -185,7 +185,7 @@ func (w *wal) fits(n int) bool { return w.pos+int64(n) <= w.size }
 
 // append writes lines (which fit) to the ring and makes them durable.
 func (w *wal) append(lines []byte, fsync func(*os.File) error) error {
-	if _, err := w.f.WriteAt(lines, w.pos); err != nil {
+	if err := pwrite(w.f, lines, w.pos); err != nil {
 		return fmt.Errorf("audit: write %s: %w", w.path, err)
 	}
 	w.pos += int64(len(lines))

@@ -8,6 +8,8 @@ import (
 	"syscall"
 	"time"
 	"unsafe"
+
+	"github.com/toolhost/toolhost/internal/rawio"
 )
 
 // rawPipe reads and writes a non-blocking pipe with raw system calls,
@@ -86,25 +88,9 @@ func (p *rawPipe) Read(b []byte) (int, error) {
 }
 
 func (p *rawPipe) Write(b []byte) (int, error) {
-	var n int
-	var err error
-	if werr := p.rc.Write(func(fd uintptr) bool {
-		for n < len(b) {
-			r, _, e := syscall.RawSyscall(syscall.SYS_WRITE, fd, uintptr(unsafe.Pointer(&b[n])), uintptr(len(b)-n))
-			switch e {
-			case 0:
-				n += int(r)
-			case syscall.EINTR:
-			case syscall.EAGAIN:
-				return false // full: wait in the poller, then go on
-			default:
-				err = &os.PathError{Op: "write", Path: p.f.Name(), Err: e}
-				return true
-			}
-		}
-		return true
-	}); werr != nil && err == nil {
-		err = werr
+	n, err := rawio.Write(p.rc, b)
+	if err != nil {
+		err = &os.PathError{Op: "write", Path: p.f.Name(), Err: err}
 	}
 	return n, err
 }
