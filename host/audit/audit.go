@@ -23,8 +23,6 @@ package audit
 import (
 	"bufio"
 	"bytes"
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -99,27 +97,6 @@ var recordShape = strictjson.Object{
 }
 
 var hashRE = regexp.MustCompile(`^[0-9a-f]{64}$`)
-
-// encode returns the canonical line of r (without newline) and its hash.
-// r.Hash is ignored.
-func encode(r Record) (line []byte, hash string, err error) {
-	r.Hash = ""
-	var buf bytes.Buffer
-	enc := json.NewEncoder(&buf)
-	enc.SetEscapeHTML(false)
-	if err := enc.Encode(r); err != nil {
-		return nil, "", err
-	}
-	full := bytes.TrimSuffix(buf.Bytes(), []byte("\n"))
-	// full ends with `,"hash":""}`; the hashed body is full without that
-	// member.
-	const emptyHash = `,"hash":""}`
-	body := append(bytes.TrimSuffix(full, []byte(emptyHash)), '}')
-	sum := sha256.Sum256(body)
-	hash = hex.EncodeToString(sum[:])
-	line = append(body[:len(body)-1:len(body)-1], []byte(`,"hash":"`+hash+`"}`)...)
-	return line, hash, nil
-}
 
 // ParseLine parses one line of the log and checks that the record is intact
 // on its own: strict JSON, canonical encoding, and a hash that matches.

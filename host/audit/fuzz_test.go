@@ -5,6 +5,7 @@ import (
 	"errors"
 	"os"
 	"testing"
+	"time"
 )
 
 // FuzzVerify feeds arbitrary bytes to the parser and verifier: they never
@@ -52,3 +53,34 @@ func FuzzVerify(f *testing.F) {
 }
 
 func readAll(path string) ([]byte, error) { return os.ReadFile(path) }
+
+// FuzzEncodeMatchesJSON holds encode's direct encoder to encoding/json:
+// for any record, the same hashed body (or both refusing it).
+func FuzzEncodeMatchesJSON(f *testing.F) {
+	f.Add(uint64(1), int64(1764000000), int64(123456789), "", "call", "http", "echo", "ok", "a\"b\\c\x00\x1f\u2028\u2029\xff<>&é", 1.5, 0.0, "")
+	f.Add(uint64(0), int64(-62135596800), int64(0), "ab", "change", "", "", "", "\t\n\r\b\f", 1e-7, 1e21, "x")
+	f.Add(uint64(1<<63), int64(253402300800), int64(999999999), "", "", "", "", "", "", -0.0, 5e-324, "")
+	f.Fuzz(func(t *testing.T, seq uint64, sec, nsec int64, prev, kind, entry, tool, outcome, message string, dur, waited float64, detail string) {
+		r := Record{
+			Seq: seq, Time: time.Unix(sec, nsec).UTC(), Prev: prev, Kind: kind,
+			Entry: entry, Tool: tool, Plugin: tool + entry, Digest: prev, ArgumentsSHA256: kind,
+			Decision: outcome, DecidedBy: message, Outcome: outcome, Message: message,
+			DurationMS: dur, WaitedMS: waited,
+			Action: detail, Subject: message, Detail: detail, Actor: entry,
+		}
+		if nsec%3 == 0 {
+			r.Time = time.Unix(sec, nsec).In(time.FixedZone("", int(nsec%50000)))
+		}
+		want, werr := encodeJSON(r)
+		got, ok := appendRecord(nil, &r)
+		if !ok {
+			return // left to encoding/json: encode uses encodeJSON itself
+		}
+		if werr != nil {
+			t.Fatalf("encoding/json refuses the record (%v) but appendRecord wrote %s", werr, got)
+		}
+		if !bytes.Equal(got, want) {
+			t.Fatalf("appendRecord wrote\n%s\nencoding/json\n%s", got, want)
+		}
+	})
+}
