@@ -157,11 +157,14 @@ type Log struct {
 	buf, spare []byte
 
 	// syncMu is held by the one fsync in progress; synced is the last
-	// record it made durable (guarded by syncMu). Appends write under mu
-	// and then wait for an fsync that began after their write: while one
-	// runs, the records written meanwhile share the next (group commit).
-	syncMu sync.Mutex
-	synced uint64
+	// record it made durable (written under syncMu). Appends write under
+	// mu and then wait for an fsync that began after their write: while
+	// one runs, the records written meanwhile share the next (group
+	// commit). The appends waiting for the sync in progress wait for
+	// syncDone (guarded by mu) to close, all woken at once when it ends.
+	syncMu   sync.Mutex
+	synced   atomic.Uint64
+	syncDone chan struct{}
 	fsync  func(*os.File) error // tests count fsyncs; nil is datasync
 
 	// coming, when set, counts the records expected soon; wrote gets a
@@ -407,11 +410,42 @@ func (l *Log) write(r Record) (Record, error) {
 }
 
 // syncThrough returns once record seq is durable: at once when an fsync
-// that began after it was written has ended, else after one more.
+// that began after it was written has ended, else after one more. One
+// appender leads each fsync (leadSync); those that come while it runs
+// wait for it to end and then look again.
+//
+// Why not just syncMu: waiting on the mutex, the appenders of a group
+// were woken one after another, each by the one before once it had run;
+// a closed channel wakes them all together.
 func (l *Log) syncThrough(seq uint64) error {
+	for l.synced.Load() < seq {
+		l.mu.Lock()
+		if done := l.syncDone; done != nil {
+			l.mu.Unlock()
+			<-done
+			continue
+		}
+		done := make(chan struct{})
+		l.syncDone = done
+		l.mu.Unlock()
+		err := l.leadSync(seq)
+		l.mu.Lock()
+		l.syncDone = nil
+		l.mu.Unlock()
+		close(done)
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// leadSync writes the records waiting in buf and makes them durable,
+// unless record seq is durable already (a racing Close made it so).
+func (l *Log) leadSync(seq uint64) error {
 	l.syncMu.Lock()
 	defer l.syncMu.Unlock()
-	if l.synced >= seq {
+	if l.synced.Load() >= seq {
 		return nil
 	}
 	l.gather()
@@ -443,13 +477,13 @@ func (l *Log) syncThrough(seq uint64) error {
 		return fail(err)
 	}
 	l.spare = lines[:0]
-	l.synced = written
+	l.synced.Store(written)
 	return nil
 }
 
 // gather waits, for the fsync about to start, while records are expected
-// soon (see Group). syncMu is held, so only the leader waits; the others
-// write their records meanwhile and wait on syncMu.
+// soon (see Group). Only the leader waits; the others write their
+// records meanwhile and wait for its sync to end.
 func (l *Log) gather() {
 	if l.coming == nil || l.coming() <= 0 {
 		return
@@ -500,7 +534,7 @@ func (l *Log) Close() error {
 		if err = pwrite(l.f, lines, l.size); err == nil {
 			l.size, l.fileSeq, l.fileHead = l.size+int64(len(lines)), seq, head
 			if err = l.checkpoint(); err == nil {
-				l.synced = seq // the racing appends' records are durable
+				l.synced.Store(seq) // the racing appends' records are durable
 			}
 		}
 	}

@@ -238,10 +238,7 @@ func TestConcurrentAppendsShareFsyncs(t *testing.T) {
 					errs <- err
 					return
 				}
-				l.syncMu.Lock()
-				synced := l.synced
-				l.syncMu.Unlock()
-				if synced < r.Seq {
+				if synced := l.synced.Load(); synced < r.Seq {
 					errs <- fmt.Errorf("Append of record %d returned before it was fsynced (synced through %d)", r.Seq, synced)
 					return
 				}
