@@ -165,7 +165,7 @@ type Log struct {
 	syncMu   sync.Mutex
 	synced   atomic.Uint64
 	syncDone chan struct{}
-	fsync  func(*os.File) error // tests count fsyncs; nil is datasync
+	fsync    func(*os.File) error // tests count fsyncs; nil is datasync
 
 	// coming, when set, counts the records expected soon; wrote gets a
 	// token after each write. See Group.
