@@ -15,8 +15,8 @@
 // `go test -run '^$' -bench . -benchmem ./test/bench/ | awk -f scripts/benchfmt.awk`.
 //
 // allocs_per_call counts this process only: a row that crosses into worker
-// processes (toolhost-isolated*) does not see the allocations made there;
-// toolhost-http's are its HTTP client's (a process of its own).
+// processes (toolhost-isolated*) or a server (toolhost-http, where it is the
+// HTTP client's) does not see the allocations made there.
 package bench
 
 import (
@@ -53,9 +53,6 @@ func TestMain(m *testing.M) {
 	}
 	if len(os.Args) > 1 && os.Args[1] == hopChild {
 		os.Exit(runHopChild())
-	}
-	if len(os.Args) > 1 && os.Args[1] == httpChild {
-		os.Exit(runHTTPChild(os.Args[2:]))
 	}
 	if len(os.Args) > 1 && os.Args[1] == extismChild {
 		os.Exit(runExtismChild(os.Args[2:]))
@@ -276,23 +273,14 @@ func (e *errCount) add(err error) {
 // measureParallel runs call b.N times from clients goroutines at once.
 func measureParallel(b *testing.B, clients int, call func() error) {
 	b.ReportAllocs()
-	b.ResetTimer()
-	start := time.Now()
-	lat, errs := runClients(clients, share(b.N, clients), call)
-	elapsed := time.Since(start)
-	b.StopTimer()
-	report(b, lat, elapsed, errs)
-}
-
-// runClients runs call from clients goroutines at once, calls(c) times in
-// goroutine c, and returns the latencies of the calls that succeeded.
-func runClients(clients int, calls func(c int) int, call func() error) ([]time.Duration, *errCount) {
 	lat := make([][]time.Duration, clients)
 	var wg sync.WaitGroup
 	var errs errCount
+	b.ResetTimer()
+	start := time.Now()
 	for c := range clients {
 		wg.Go(func() {
-			for range calls(c) {
+			for i := c; i < b.N; i += clients {
 				t0 := time.Now()
 				if err := call(); err != nil {
 					errs.add(err)
@@ -303,17 +291,9 @@ func runClients(clients int, calls func(c int) int, call func() error) ([]time.D
 		})
 	}
 	wg.Wait()
-	return slices.Concat(lat...), &errs
-}
-
-// share splits n calls between clients: how many client c makes.
-func share(n, clients int) func(c int) int {
-	return func(c int) int {
-		if c < n%clients {
-			return n/clients + 1
-		}
-		return n / clients
-	}
+	elapsed := time.Since(start)
+	b.StopTimer()
+	report(b, slices.Concat(lat...), elapsed, &errs)
 }
 
 func report(b *testing.B, lat []time.Duration, elapsed time.Duration, errs *errCount) {

@@ -150,6 +150,19 @@ func startServer(tb testing.TB, s *subject) *server {
 	return h.serve() // each row warms it (server.bench)
 }
 
+// bench measures the subject's tool over HTTP with keep-alive clients.
+// It also reports the CPU time the server and its workers spent per call
+// (server_cpu_us): unlike calls/s, it hardly moves when neighbours load
+// the machine, so it is the figure to compare changes by.
+func (srv *server) bench(b *testing.B, s *subject, clients int) {
+	srv.warm(b, s, clients)
+	cpu0 := treeCPU(srv.cmd.Process.Pid)
+	measureParallel(b, clients, func() error { return srv.call(s.tool, s.input) })
+	if cpu0 > 0 && b.N > 0 {
+		b.ReportMetric(float64((treeCPU(srv.cmd.Process.Pid)-cpu0).Microseconds())/float64(b.N), "server_cpu_us")
+	}
+}
+
 // treeCPU is the CPU time (user and system) used so far by process pid and
 // its live descendants, and the children it has waited for; 0 if /proc
 // cannot tell.
