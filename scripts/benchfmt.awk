@@ -2,6 +2,7 @@
 #   BENCH <module>/<row> p50_us=… p99_us=… calls_per_s=… allocs_per_call=…
 #   (toolhost-http rows add server_cpu_us: the server's and its workers' CPU
 #   time per call)
+#   BENCH echo/outside-check extism_calls_per_s=… http_calls_per_s=… ratio=…
 #   BENCH cold-start plugins=20 ms=…   (and first-call-after-restart, rss)
 # With -count N each figure is the median of the N runs. Skipped rows print
 # their reason (run go test with -v); of the rest only what looks like a
@@ -46,6 +47,8 @@ END {
 		name = order[r]
 		if (name in skip) {
 			printf "BENCH %s n/a (%s)\n", name, skip[name]
+		} else if (name ~ /outside-check/) {
+			printf "BENCH %s extism_calls_per_s=%.0f http_calls_per_s=%.0f ratio=%.2f\n", name, med(name, "extism_calls/s"), med(name, "http_calls/s"), med(name, "ratio")
 		} else if (name == "Startup") {
 			printf "BENCH cold-start plugins=%d ms=%.1f\n", med(name, "plugins"), med(name, "cold_start_ms")
 			printf "BENCH first-call-after-restart ms=%.1f\n", med(name, "first_call_ms")

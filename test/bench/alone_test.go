@@ -1,6 +1,7 @@
 package bench
 
 import (
+	"bufio"
 	"context"
 	"fmt"
 	"os"
@@ -12,6 +13,8 @@ import (
 	"time"
 
 	extism "github.com/extism/go-sdk"
+
+	"github.com/toolhost/toolhost/internal/testplugins"
 )
 
 // extismChild is the argument that makes this test binary the extism
@@ -88,4 +91,85 @@ func benchExtismAlone(b *testing.B, s *subject) {
 		b.Fatalf("extism child printed %q", out)
 	}
 	b.ReportMetric(float64(b.N)/(float64(ns)/1e9), "calls/s")
+}
+
+// outsideCheckClients and outsideCheckSeconds: the HTTP load of the
+// outside-check row (the 8 keep-alive clients), and how long each
+// half of it measures.
+const (
+	outsideCheckClients = 8
+	outsideCheckSeconds = "3"
+)
+
+// buildProgram builds the main package at path (relative to the
+// repository) into dir and returns the executable.
+func buildProgram(b *testing.B, path, dir string) string {
+	root, err := testplugins.RepoRoot()
+	if err != nil {
+		b.Fatal(err)
+	}
+	exe := filepath.Join(dir, filepath.Base(path))
+	build := exec.Command("go", "build", "-o", exe, "./"+path)
+	build.Dir = root
+	if out, err := build.CombinedOutput(); err != nil {
+		b.Fatalf("go build ./%s: %v\n%s", path, err, out)
+	}
+	return exe
+}
+
+// startFloorServer builds and starts test/bench/floorserver (the floor
+// under toolhost-http: HTTP and a durable record per call, nothing else)
+// and returns its URL; it is stopped when b ends.
+func startFloorServer(b *testing.B) string {
+	dir := b.TempDir()
+	cmd := exec.Command(buildProgram(b, "test/bench/floorserver", dir), dir)
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		b.Fatal(err)
+	}
+	cmd.Stderr = os.Stderr
+	if err := cmd.Start(); err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+	line, err := bufio.NewReader(stdout).ReadString('\n')
+	url, ok := strings.CutPrefix(strings.TrimSpace(line), "serving ")
+	if err != nil || !ok {
+		b.Fatalf("floorserver printed %q (%v)", line, err)
+	}
+	return url
+}
+
+// benchOutsideCheck runs test/bench/outsidecheck, a small program of its
+// own, against the server at url: extism go-sdk in its process, then HTTP
+// clients on the server, one after the other in one run. It reports both
+// rates and their ratio, once per run whatever b.N (the program measures
+// for a fixed time; -benchtime above 6 s would repeat it).
+func benchOutsideCheck(b *testing.B, s *subject, url, token string) {
+	dir := b.TempDir()
+	prog, wasm := buildProgram(b, "test/bench/outsidecheck", dir), filepath.Join(dir, "module.wasm")
+	if err := os.WriteFile(wasm, s.wasm, 0o644); err != nil {
+		b.Fatal(err)
+	}
+	b.ResetTimer()
+	cmd := exec.Command(prog, wasm, s.export, string(s.input), url, s.tool, strconv.Itoa(outsideCheckClients), outsideCheckSeconds)
+	cmd.Env = append(os.Environ(), "TOOLHOST_TOKEN="+token)
+	out, err := cmd.Output()
+	b.StopTimer()
+	if err != nil {
+		var stderr []byte
+		if ee, ok := err.(*exec.ExitError); ok {
+			stderr = ee.Stderr
+		}
+		b.Fatalf("outsidecheck: %v %s", err, stderr)
+	}
+	var ext, h, ratio float64
+	var clients int
+	if _, err := fmt.Sscanf(strings.TrimSpace(string(out)), "extism_calls_per_s=%g http_calls_per_s=%g ratio=%g clients=%d", &ext, &h, &ratio, &clients); err != nil {
+		b.Fatalf("outsidecheck printed %q: %v", out, err)
+	}
+	b.ReportMetric(ext, "extism_calls/s")
+	b.ReportMetric(h, "http_calls/s")
+	b.ReportMetric(ratio, "ratio")
+	b.ReportMetric(0, "ns/op") // one fixed-time run, not per call
 }

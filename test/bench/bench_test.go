@@ -418,6 +418,29 @@ func BenchmarkRows(b *testing.B) {
 					srv.bench(b, s, clients)
 				})
 			}
+			// The Done-when's comparison, run as a check from outside
+			// would run it: one small program, extism then HTTP; and the
+			// same against the floor under any durable HTTP call
+			// (test/bench/floorserver).
+			b.Run("outside-check", func(b *testing.B) {
+				if s.name != "echo" {
+					b.Skip("n/a: the outside comparison is on the echo module")
+				}
+				if srv == nil {
+					srv = startServer(parent, s)
+				}
+				benchOutsideCheck(b, s, srv.url, srv.token)
+			})
+			var floor string
+			b.Run("outside-check-floor", func(b *testing.B) {
+				if s.name != "echo" {
+					b.Skip("n/a: the outside comparison is on the echo module")
+				}
+				if floor == "" {
+					floor = startFloorServer(parent)
+				}
+				benchOutsideCheck(b, s, floor, "")
+			})
 		})
 	}
 	b.Run("hop/pipe-round-trip", benchHop)
