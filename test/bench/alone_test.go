@@ -4,6 +4,8 @@ import (
 	"bufio"
 	"context"
 	"fmt"
+	"io"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -103,73 +105,114 @@ const (
 
 // buildProgram builds the main package at path (relative to the
 // repository) into dir and returns the executable.
-func buildProgram(b *testing.B, path, dir string) string {
+func buildProgram(tb testing.TB, path, dir string) string {
+	tb.Helper()
 	root, err := testplugins.RepoRoot()
 	if err != nil {
-		b.Fatal(err)
+		tb.Fatal(err)
 	}
 	exe := filepath.Join(dir, filepath.Base(path))
 	build := exec.Command("go", "build", "-o", exe, "./"+path)
 	build.Dir = root
 	if out, err := build.CombinedOutput(); err != nil {
-		b.Fatalf("go build ./%s: %v\n%s", path, err, out)
+		tb.Fatalf("go build ./%s: %v\n%s", path, err, out)
 	}
 	return exe
 }
 
 // startFloorServer builds and starts test/bench/floorserver (the floor
 // under toolhost-http: HTTP and a durable record per call, nothing else)
-// and returns its URL; it is stopped when b ends.
-func startFloorServer(b *testing.B) string {
-	dir := b.TempDir()
-	cmd := exec.Command(buildProgram(b, "test/bench/floorserver", dir), dir)
+// and returns its URL; it is stopped when tb ends.
+func startFloorServer(tb testing.TB) string {
+	tb.Helper()
+	dir := tb.TempDir()
+	cmd := exec.Command(buildProgram(tb, "test/bench/floorserver", dir), dir)
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {
-		b.Fatal(err)
+		tb.Fatal(err)
 	}
 	cmd.Stderr = os.Stderr
 	if err := cmd.Start(); err != nil {
-		b.Fatal(err)
+		tb.Fatal(err)
 	}
-	b.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+	tb.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
 	line, err := bufio.NewReader(stdout).ReadString('\n')
 	url, ok := strings.CutPrefix(strings.TrimSpace(line), "serving ")
 	if err != nil || !ok {
-		b.Fatalf("floorserver printed %q (%v)", line, err)
+		tb.Fatalf("floorserver printed %q (%v)", line, err)
 	}
 	return url
 }
 
-// benchOutsideCheck runs test/bench/outsidecheck, a small program of its
-// own, against the server at url: extism go-sdk in its process, then HTTP
-// clients on the server, one after the other in one run. It reports both
-// rates and their ratio, once per run whatever b.N (the program measures
-// for a fixed time; -benchtime above 6 s would repeat it).
-func benchOutsideCheck(b *testing.B, s *subject, url, token string) {
-	dir := b.TempDir()
-	prog, wasm := buildProgram(b, "test/bench/outsidecheck", dir), filepath.Join(dir, "module.wasm")
+// outsideCheck runs test/bench/outsidecheck, a small program of its own,
+// against the server at url for seconds per half: extism go-sdk in its
+// process, then HTTP clients on the server, one after the other.
+func outsideCheck(tb testing.TB, s *subject, url, token, seconds string) (extismRate, httpRate, ratio float64) {
+	tb.Helper()
+	dir := tb.TempDir()
+	prog, wasm := buildProgram(tb, "test/bench/outsidecheck", dir), filepath.Join(dir, "module.wasm")
 	if err := os.WriteFile(wasm, s.wasm, 0o644); err != nil {
-		b.Fatal(err)
+		tb.Fatal(err)
 	}
-	b.ResetTimer()
-	cmd := exec.Command(prog, wasm, s.export, string(s.input), url, s.tool, strconv.Itoa(outsideCheckClients), outsideCheckSeconds)
+	cmd := exec.Command(prog, wasm, s.export, string(s.input), url, s.tool, strconv.Itoa(outsideCheckClients), seconds)
 	cmd.Env = append(os.Environ(), "TOOLHOST_TOKEN="+token)
 	out, err := cmd.Output()
-	b.StopTimer()
 	if err != nil {
 		var stderr []byte
 		if ee, ok := err.(*exec.ExitError); ok {
 			stderr = ee.Stderr
 		}
-		b.Fatalf("outsidecheck: %v %s", err, stderr)
+		tb.Fatalf("outsidecheck: %v %s", err, stderr)
 	}
-	var ext, h, ratio float64
 	var clients int
-	if _, err := fmt.Sscanf(strings.TrimSpace(string(out)), "extism_calls_per_s=%g http_calls_per_s=%g ratio=%g clients=%d", &ext, &h, &ratio, &clients); err != nil {
-		b.Fatalf("outsidecheck printed %q: %v", out, err)
+	if _, err := fmt.Sscanf(strings.TrimSpace(string(out)), "extism_calls_per_s=%g http_calls_per_s=%g ratio=%g clients=%d", &extismRate, &httpRate, &ratio, &clients); err != nil {
+		tb.Fatalf("outsidecheck printed %q: %v", out, err)
 	}
+	return extismRate, httpRate, ratio
+}
+
+// benchOutsideCheck reports outsideCheck's rates and their ratio, once
+// per run whatever b.N (the program measures for a fixed time;
+// -benchtime above 6 s would repeat it).
+func benchOutsideCheck(b *testing.B, s *subject, url, token string) {
+	b.ResetTimer()
+	ext, h, ratio := outsideCheck(b, s, url, token, outsideCheckSeconds)
+	b.StopTimer()
 	b.ReportMetric(ext, "extism_calls/s")
 	b.ReportMetric(h, "http_calls/s")
 	b.ReportMetric(ratio, "ratio")
 	b.ReportMetric(0, "ns/op") // one fixed-time run, not per call
+}
+
+// The outside check's programs work: the floor server answers the call
+// route after its durable write and refuses a body that is not a call,
+// and outsidecheck measures it and extism (briefly: a smoke test, not a
+// measurement).
+func TestOutsideCheckRuns(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds two programs")
+	}
+	s := echoSubject(t)
+	url := startFloorServer(t)
+	resp, err := http.Post(url+"/v1/tools/echo/call", "application/json", strings.NewReader(`{"arguments":{"a":[1,2]}}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != 200 || string(body) != `{"result":{"a":[1,2]}}` {
+		t.Fatalf("floor server answered %d %s", resp.StatusCode, body)
+	}
+	resp, err = http.Post(url+"/v1/tools/echo/call", "application/json", strings.NewReader(`[1]`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != 400 {
+		t.Fatalf("floor server answered %d to a body that is not a call, want 400", resp.StatusCode)
+	}
+	ext, h, ratio := outsideCheck(t, s, url, "", "0.2")
+	if ext <= 0 || h <= 0 || ratio <= 0 {
+		t.Fatalf("outsidecheck measured extism %v/s, HTTP %v/s, ratio %v: want positive rates", ext, h, ratio)
+	}
 }
