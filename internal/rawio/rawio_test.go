@@ -1,7 +1,6 @@
 package rawio
 
 import (
-	"bufio"
 	"bytes"
 	"errors"
 	"fmt"
@@ -143,10 +142,12 @@ func TestConnErrors(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer ln.Close()
+	hangUp := make(chan struct{})
 	go func() {
 		c, err := net.Dial("tcp", ln.Addr().String())
 		if err == nil {
 			c.Write([]byte("hi"))
+			<-hangUp
 			c.Close()
 		}
 	}()
@@ -158,22 +159,23 @@ func TestConnErrors(t *testing.T) {
 	if !ok {
 		t.Fatalf("Accept returned %T, want *rawio.Conn", nc)
 	}
-	got, err := io.ReadAll(bufio.NewReader(c))
-	if err != nil || string(got) != "hi" {
-		t.Fatalf("ReadAll = %q, %v; want \"hi\", nil", got, err)
+	got := make([]byte, 2)
+	if _, err := io.ReadFull(c, got); err != nil || string(got) != "hi" {
+		t.Fatalf("ReadFull = %q, %v; want \"hi\", nil", got, err)
 	}
+	// The peer is still connected and silent: only the deadline ends the read.
+	c.SetReadDeadline(time.Now().Add(20 * time.Millisecond))
+	var oe *net.OpError
+	if _, err := c.Read(make([]byte, 8)); !errors.As(err, &oe) || !oe.Timeout() || !errors.Is(err, os.ErrDeadlineExceeded) {
+		t.Fatalf("Read past the deadline: %v, want a *net.OpError that is a timeout", err)
+	}
+	c.SetReadDeadline(time.Time{})
+	close(hangUp)
 	if n, err := c.Read(make([]byte, 8)); n != 0 || err != io.EOF {
-		t.Fatalf("Read at the end = %d, %v; want 0, io.EOF", n, err)
-	}
-	c.SetReadDeadline(time.Now().Add(-time.Second))
-	if _, err := c.Read(make([]byte, 8)); err == io.EOF {
-		// The peer closed first: EOF wins over the deadline; fine.
-	} else if ne, ok := err.(net.Error); !ok || !ne.Timeout() {
-		t.Fatalf("Read past the deadline: %v, want a timeout or EOF", err)
+		t.Fatalf("Read after the peer closed = %d, %v; want 0, io.EOF", n, err)
 	}
 	c.Close()
 	_, err = c.Write([]byte("x"))
-	var oe *net.OpError
 	if !errors.As(err, &oe) || oe.Op != "write" || !errors.Is(err, net.ErrClosed) {
 		t.Fatalf("Write after Close: %v, want a write *net.OpError wrapping net.ErrClosed", err)
 	}

@@ -179,37 +179,57 @@ func copyFile(from, to string) error {
 }
 
 var (
-	binOnce sync.Once
-	binPath string
-	binErr  error
+	programsMu sync.Mutex
+	programs   = map[string]*program{}
 )
+
+type program struct {
+	once sync.Once
+	path string
+	err  error
+}
 
 // Toolhost builds cmd/toolhost once per test binary, into a temporary
 // directory, and returns the executable's path.
 func Toolhost(tb testing.TB) string {
 	tb.Helper()
-	binOnce.Do(func() {
+	return Program(tb, "cmd/toolhost")
+}
+
+// Program builds the main package at pkg (a directory of this repository,
+// e.g. "cmd/toolhost") once per test binary, into a temporary directory,
+// and returns the executable's path.
+func Program(tb testing.TB, pkg string) string {
+	tb.Helper()
+	programsMu.Lock()
+	p := programs[pkg]
+	if p == nil {
+		p = &program{}
+		programs[pkg] = p
+	}
+	programsMu.Unlock()
+	p.once.Do(func() {
 		r, err := RepoRoot()
 		if err != nil {
-			binErr = err
+			p.err = err
 			return
 		}
 		dir, err := os.MkdirTemp("", "toolhost-bin")
 		if err != nil {
-			binErr = err
+			p.err = err
 			return
 		}
-		binPath = filepath.Join(dir, "toolhost")
-		cmd := exec.Command("go", "build", "-o", binPath, "./cmd/toolhost")
+		p.path = filepath.Join(dir, filepath.Base(pkg))
+		cmd := exec.Command("go", "build", "-o", p.path, "./"+pkg)
 		cmd.Dir = r
 		if out, err := cmd.CombinedOutput(); err != nil {
-			binErr = fmt.Errorf("go build ./cmd/toolhost: %v\n%s", err, out)
+			p.err = fmt.Errorf("go build ./%s: %v\n%s", pkg, err, out)
 		}
 	})
-	if binErr != nil {
-		tb.Fatal(binErr)
+	if p.err != nil {
+		tb.Fatal(p.err)
 	}
-	return binPath
+	return p.path
 }
 
 var (

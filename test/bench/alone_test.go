@@ -103,30 +103,13 @@ const (
 	outsideCheckSeconds = "3"
 )
 
-// buildProgram builds the main package at path (relative to the
-// repository) into dir and returns the executable.
-func buildProgram(tb testing.TB, path, dir string) string {
-	tb.Helper()
-	root, err := testplugins.RepoRoot()
-	if err != nil {
-		tb.Fatal(err)
-	}
-	exe := filepath.Join(dir, filepath.Base(path))
-	build := exec.Command("go", "build", "-o", exe, "./"+path)
-	build.Dir = root
-	if out, err := build.CombinedOutput(); err != nil {
-		tb.Fatalf("go build ./%s: %v\n%s", path, err, out)
-	}
-	return exe
-}
-
 // startFloorServer builds and starts test/bench/floorserver (the floor
 // under toolhost-http: HTTP and a durable record per call, nothing else)
 // and returns its URL; it is stopped when tb ends.
 func startFloorServer(tb testing.TB) string {
 	tb.Helper()
 	dir := tb.TempDir()
-	cmd := exec.Command(buildProgram(tb, "test/bench/floorserver", dir), dir)
+	cmd := exec.Command(testplugins.Program(tb, "test/bench/floorserver"), dir)
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {
 		tb.Fatal(err)
@@ -149,8 +132,7 @@ func startFloorServer(tb testing.TB) string {
 // process, then HTTP clients on the server, one after the other.
 func outsideCheck(tb testing.TB, s *subject, url, token, seconds string) (extismRate, httpRate, ratio float64) {
 	tb.Helper()
-	dir := tb.TempDir()
-	prog, wasm := buildProgram(tb, "test/bench/outsidecheck", dir), filepath.Join(dir, "module.wasm")
+	prog, wasm := testplugins.Program(tb, "test/bench/outsidecheck"), filepath.Join(tb.TempDir(), "module.wasm")
 	if err := os.WriteFile(wasm, s.wasm, 0o644); err != nil {
 		tb.Fatal(err)
 	}

@@ -1,13 +1,13 @@
 package worker
 
 import (
+	"errors"
 	"io"
 	"os"
 	"runtime"
 	"sync/atomic"
 	"syscall"
 	"time"
-	"unsafe"
 
 	"github.com/toolhost/toolhost/internal/rawio"
 )
@@ -43,46 +43,26 @@ func newRawPipe(f *os.File) (*rawPipe, error) {
 }
 
 func (p *rawPipe) Read(b []byte) (int, error) {
-	if len(b) == 0 {
-		return 0, nil
-	}
-	var n int
-	var err error
 	var empty time.Time // when the pipe was first found empty
 	polls, parked := false, false
-	if rerr := p.rc.Read(func(fd uintptr) bool {
-		for {
-			r, _, e := syscall.RawSyscall(syscall.SYS_READ, fd, uintptr(unsafe.Pointer(&b[0])), uintptr(len(b)))
-			switch e {
-			case 0:
-				n = int(r)
-				if n == 0 {
-					err = io.EOF
-				}
-				if !empty.IsZero() {
-					p.spin.waited(empty, parked)
-				}
-				return true
-			case syscall.EINTR:
-				continue
-			case syscall.EAGAIN:
-				if p.spin.budget > 0 && empty.IsZero() {
-					empty = time.Now()
-					polls = p.spin.polls()
-				}
-				if polls && !parked && p.spin.again(empty) {
-					runtime.Gosched() // whatever else is runnable runs
-					continue
-				}
-				parked = true
-				return false // wait in the poller, then try again
-			default:
-				err = &os.PathError{Op: "read", Path: p.f.Name(), Err: e}
-				return true
-			}
+	n, err := rawio.ReadPolling(p.rc, b, func() bool {
+		if p.spin.budget > 0 && empty.IsZero() {
+			empty = time.Now()
+			polls = p.spin.polls()
 		}
-	}); rerr != nil && err == nil {
-		err = rerr
+		if polls && !parked && p.spin.again(empty) {
+			runtime.Gosched() // whatever else is runnable runs
+			return true
+		}
+		parked = true
+		return false
+	})
+	if !empty.IsZero() && (err == nil || err == io.EOF) {
+		p.spin.waited(empty, parked)
+	}
+	var errno syscall.Errno
+	if errors.As(err, &errno) {
+		err = &os.PathError{Op: "read", Path: p.f.Name(), Err: errno}
 	}
 	return n, err
 }
