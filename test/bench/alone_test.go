@@ -104,12 +104,21 @@ const (
 )
 
 // startFloorServer builds and starts test/bench/floorserver (the floor
-// under toolhost-http: HTTP and a durable record per call, nothing else)
-// and returns its URL; it is stopped when tb ends.
-func startFloorServer(tb testing.TB) string {
+// under toolhost-http: HTTP and a durable record per call, nothing else;
+// with a subject, the call also runs its module in a child process) and
+// returns its URL; it is stopped when tb ends.
+func startFloorServer(tb testing.TB, isolated *subject) string {
 	tb.Helper()
 	dir := tb.TempDir()
-	cmd := exec.Command(testplugins.Program(tb, "test/bench/floorserver"), dir)
+	args := []string{dir}
+	if isolated != nil {
+		wasm := filepath.Join(dir, "module.wasm")
+		if err := os.WriteFile(wasm, isolated.wasm, 0o644); err != nil {
+			tb.Fatal(err)
+		}
+		args = append(args, wasm, isolated.export)
+	}
+	cmd := exec.Command(testplugins.Program(tb, "test/bench/floorserver"), args...)
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {
 		tb.Fatal(err)
@@ -166,8 +175,9 @@ func benchOutsideCheck(b *testing.B, s *subject, url, token string) {
 	b.ReportMetric(0, "ns/op") // one fixed-time run, not per call
 }
 
-// The outside check's programs work: the floor server answers the call
-// route after its durable write and refuses a body that is not a call,
+// The outside check's programs work: the floor server, isolated or not,
+// answers the call route after its durable write (isolated: with what the
+// echo module made of the arguments) and refuses a body that is not a call,
 // and outsidecheck measures it and extism (briefly: a smoke test, not a
 // measurement).
 func TestOutsideCheckRuns(t *testing.T) {
@@ -175,23 +185,25 @@ func TestOutsideCheckRuns(t *testing.T) {
 		t.Skip("builds two programs")
 	}
 	s := echoSubject(t)
-	url := startFloorServer(t)
-	resp, err := http.Post(url+"/v1/tools/echo/call", "application/json", strings.NewReader(`{"arguments":{"a":[1,2]}}`))
-	if err != nil {
-		t.Fatal(err)
-	}
-	body, _ := io.ReadAll(resp.Body)
-	resp.Body.Close()
-	if resp.StatusCode != 200 || string(body) != `{"result":{"a":[1,2]}}` {
-		t.Fatalf("floor server answered %d %s", resp.StatusCode, body)
-	}
-	resp, err = http.Post(url+"/v1/tools/echo/call", "application/json", strings.NewReader(`[1]`))
-	if err != nil {
-		t.Fatal(err)
-	}
-	resp.Body.Close()
-	if resp.StatusCode != 400 {
-		t.Fatalf("floor server answered %d to a body that is not a call, want 400", resp.StatusCode)
+	url := startFloorServer(t, nil)
+	for _, u := range []string{url, startFloorServer(t, s)} {
+		resp, err := http.Post(u+"/v1/tools/echo/call", "application/json", strings.NewReader(`{"arguments":{"a":[1,2]}}`))
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != 200 || string(body) != `{"result":{"a":[1,2]}}` {
+			t.Fatalf("floor server %s answered %d %s", u, resp.StatusCode, body)
+		}
+		resp, err = http.Post(u+"/v1/tools/echo/call", "application/json", strings.NewReader(`[1]`))
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != 400 {
+			t.Fatalf("floor server %s answered %d to a body that is not a call, want 400", u, resp.StatusCode)
+		}
 	}
 	ext, h, ratio := outsideCheck(t, s, url, "", "0.2")
 	if ext <= 0 || h <= 0 || ratio <= 0 {

@@ -421,7 +421,7 @@ func BenchmarkRows(b *testing.B) {
 			// The Done-when's comparison, run as a check from outside
 			// would run it: one small program, extism then HTTP; and the
 			// same against the floor under any durable HTTP call
-			// (test/bench/floorserver).
+			// (test/bench/floorserver), and under any that also isolates.
 			b.Run("outside-check", func(b *testing.B) {
 				if s.name != "echo" {
 					b.Skip("n/a: the outside comparison is on the echo module")
@@ -437,9 +437,22 @@ func BenchmarkRows(b *testing.B) {
 					b.Skip("n/a: the outside comparison is on the echo module")
 				}
 				if floor == "" {
-					floor = startFloorServer(parent)
+					floor = startFloorServer(parent, nil)
 				}
 				benchOutsideCheck(b, s, floor, "")
+			})
+			// The floor of any server that runs the module outside its
+			// own process: the same plus a pipe to a child that runs it
+			// with extism, instance reused.
+			var isolatedFloor string
+			b.Run("outside-check-floor-isolated", func(b *testing.B) {
+				if s.name != "echo" {
+					b.Skip("n/a: the outside comparison is on the echo module")
+				}
+				if isolatedFloor == "" {
+					isolatedFloor = startFloorServer(parent, s)
+				}
+				benchOutsideCheck(b, s, isolatedFloor, "")
 			})
 		})
 	}

@@ -8,10 +8,19 @@
 // flight). What the contract ("fsync'd before the answer") and a Go HTTP
 // exchange cost together on a machine, before toolhost does any work.
 //
-//	floorserver DIR
+//	floorserver DIR [WASM EXPORT]
+//
+// With WASM and EXPORT it also isolates, the plainest way: each call's
+// arguments go over a pipe to one of a few child processes (as many as
+// toolhost starts workers), which runs EXPORT of the module with extism
+// go-sdk — one instance per child, reused, with the children's runtime
+// set as toolhost's workers' (one P, a 48 MiB collection limit) — and
+// answers with its output. The floor under any server that keeps a plugin
+// out of its own process and the call durable, still with no checks.
 //
 // It prints "serving http://ADDR" once it listens on a loopback port.
-// make bench runs the outside check against it (echo/outside-check-floor).
+// make bench runs the outside check against it (echo/outside-check-floor,
+// echo/outside-check-floor-isolated).
 package main
 
 import (
@@ -100,6 +109,13 @@ func (d *durable) lead() error {
 }
 
 func main() {
+	if os.Getenv(childEnv) != "" {
+		if err := runChild(os.Args[1], os.Args[2]); err != nil {
+			fmt.Fprintln(os.Stderr, "floorserver child:", err)
+			os.Exit(1)
+		}
+		return
+	}
 	if err := run(); err != nil {
 		fmt.Fprintln(os.Stderr, "floorserver:", err)
 		os.Exit(1)
@@ -107,8 +123,15 @@ func main() {
 }
 
 func run() error {
-	if len(os.Args) != 2 {
-		return errors.New("usage: floorserver DIR")
+	if len(os.Args) != 2 && len(os.Args) != 4 {
+		return errors.New("usage: floorserver DIR [WASM EXPORT]")
+	}
+	var kids *children
+	if len(os.Args) == 4 {
+		var err error
+		if kids, err = startChildren(os.Args[2], os.Args[3]); err != nil {
+			return err
+		}
 	}
 	f, err := os.OpenFile(filepath.Join(os.Args[1], "floor.wal"), os.O_RDWR|os.O_CREATE|os.O_TRUNC, 0o600)
 	if err != nil {
@@ -135,18 +158,28 @@ func run() error {
 			http.Error(w, err.Error(), http.StatusBadRequest)
 			return
 		}
+		// {"arguments":X} becomes {"result":X}, or {"result":Y} where Y
+		// is what the module made of X.
+		const prefix = `{"arguments":`
+		if len(body) < len(prefix)+2 || string(body[:len(prefix)]) != prefix || body[len(body)-1] != '}' {
+			d.inFlight.Add(-1)
+			http.Error(w, "want {\"arguments\":…}", http.StatusBadRequest)
+			return
+		}
+		result := body[len(prefix) : len(body)-1]
+		if kids != nil {
+			if result, err = kids.call(result); err != nil {
+				d.inFlight.Add(-1)
+				http.Error(w, err.Error(), http.StatusInternalServerError)
+				return
+			}
+		}
 		if err := d.add(rec); err != nil {
 			http.Error(w, err.Error(), http.StatusInternalServerError)
 			return
 		}
-		// {"arguments":X} becomes {"result":X}.
-		const prefix = `{"arguments":`
-		if len(body) < len(prefix)+1 || string(body[:len(prefix)]) != prefix {
-			http.Error(w, "want {\"arguments\":…}", http.StatusBadRequest)
-			return
-		}
 		w.Header().Set("Content-Type", "application/json")
-		w.Write(append([]byte(`{"result":`), body[len(prefix):]...))
+		w.Write(append(append([]byte(`{"result":`), result...), '}'))
 	})
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
