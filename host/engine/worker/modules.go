@@ -110,7 +110,11 @@ type module struct {
 
 // Call implements engine.Module.
 func (m *module) Call(caller context.Context, export string, input []byte) ([]byte, error) {
-	m.pool.calls.Add(1)
+	if m.pool.calls.Add(1) == 1 {
+		m.pool.soloRun.Add(1)
+	} else {
+		m.pool.soloRun.Store(0)
+	}
 	defer m.pool.calls.Add(-1)
 	ctx, cancel := engine.Budget(caller, m.spec.Limits.TimeoutMS)
 	defer cancel()
@@ -147,6 +151,7 @@ func (m *module) call(ctx context.Context, export string, input []byte) ([]byte,
 	// its deadline answer timeout; one that does not end is killed a grace
 	// later.
 	hdr := callHeader{Key: m.spec.Key, Export: export, Measure: p.opts.MeasurePeakRSS, BudgetMS: budgetMS(deadline), Poll: p.calls.Load() == 1}
+	hdr.LongPoll = hdr.Poll && p.solo()
 	if ev := engine.EventsOf(ctx); ev != nil {
 		hdr.Events, hdr.LogLevel = true, ev.LogLevel()
 	}

@@ -83,6 +83,9 @@ type Pool struct {
 	// calls counts the calls inside Call, waiting for a worker or for its
 	// reply: pipes are polled (spinner) only for a call that is alone.
 	calls atomic.Int32
+	// soloRun counts the calls in a row that came into Call alone (no
+	// other call inside it); an overlapping call resets it. See longSpin.
+	soloRun atomic.Int64
 }
 
 // Stats is a snapshot of a pool's workers.

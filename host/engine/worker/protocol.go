@@ -125,6 +125,9 @@ type callHeader struct {
 	// (spinner): set when no other call is inside the pool, the sequential
 	// calls for which a parked worker's wake-up is the cost.
 	Poll bool `json:"poll,omitempty"`
+	// LongPoll: the calls have been sequential for a while; the worker
+	// polls for up to longSpin (see there).
+	LongPoll bool `json:"long_poll,omitempty"`
 }
 
 // eventHeader is one event: a log line (Level set) or a progress report.

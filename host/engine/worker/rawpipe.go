@@ -96,13 +96,28 @@ func (p *rawPipe) Close() error { return p.f.Close() }
 // regardless, and a wait that ends while polling sets the average to
 // itself. Polling yields the processor between tries (runtime.Gosched):
 // other goroutines of the process run first.
+//
+// A caller that has been alone for a while (solo, when set) polls for up
+// to longBudget instead: see longSpin.
 type spinner struct {
 	budget time.Duration
 	// alone, when set, must also say yes for each poll: the caller's
 	// knowledge of whether the other side is likely to answer at once.
-	alone  func() bool
-	recent atomic.Int64 // ns
-	waits  atomic.Uint32
+	alone func() bool
+	// solo, when set, says whether the calls have been sequential for a
+	// while; then the budget is longBudget.
+	solo       func() bool
+	longBudget time.Duration
+	recent     atomic.Int64 // ns
+	waits      atomic.Uint32
+}
+
+// limit is the budget a poll that starts now has.
+func (s *spinner) limit() time.Duration {
+	if s.solo != nil && s.longBudget > s.budget && s.solo() {
+		return s.longBudget
+	}
+	return s.budget
 }
 
 // probeEvery: one wait in this many polls whatever the recent waits were
@@ -111,7 +126,7 @@ const probeEvery = 32
 
 // polls reports whether a read that just found the pipe empty polls it.
 func (s *spinner) polls() bool {
-	return s.recent.Load() < int64(2*s.budget) || s.waits.Add(1)%probeEvery == 0
+	return s.recent.Load() < int64(2*s.limit()) || s.waits.Add(1)%probeEvery == 0
 }
 
 // again reports whether a polling read that found the pipe empty at since
@@ -119,7 +134,7 @@ func (s *spinner) polls() bool {
 // waiting for the next request before the call that says whether to poll
 // has been read.
 func (s *spinner) again(since time.Time) bool {
-	return (s.alone == nil || s.alone()) && time.Since(since) < s.budget
+	return (s.alone == nil || s.alone()) && time.Since(since) < s.limit()
 }
 
 // waited records a read's wait for data, which began at since; parked

@@ -2,11 +2,16 @@ package worker
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"io"
 	"os"
+	"sync"
 	"testing"
 	"time"
+
+	"github.com/toolhost/toolhost/host/engine/enginetest"
+	"github.com/toolhost/toolhost/plugin"
 )
 
 // rawPipeReader makes a pipe: its read end as a rawPipe, its write end.
@@ -126,6 +131,71 @@ func TestSpinnerAdapts(t *testing.T) {
 	alone = true
 	if !s.again(time.Now()) {
 		t.Fatal("does not poll once alone again")
+	}
+	solo := false
+	s.solo, s.longBudget = func() bool { return solo }, 250*time.Microsecond
+	if s.again(time.Now().Add(-100 * time.Microsecond)) {
+		t.Fatal("polls past its budget before the calls were sequential for a while")
+	}
+	solo = true
+	if !s.again(time.Now().Add(-100 * time.Microsecond)) {
+		t.Fatal("a solo caller's poll stops before its long budget")
+	}
+	if s.again(time.Now().Add(-300 * time.Microsecond)) {
+		t.Fatal("a solo caller polls past its long budget")
+	}
+	alone = false
+	if s.again(time.Now()) {
+		t.Fatal("a solo caller polls while not alone")
+	}
+	for range 12 {
+		s.waited(time.Now().Add(-400*time.Microsecond), true)
+	}
+	if !s.polls() {
+		t.Fatalf("a solo caller's parked waits of 400 µs (under twice its long budget) stop polling (recent %v)", time.Duration(s.recent.Load()))
+	}
+	solo = false
+	if s.polls() && s.polls() {
+		t.Fatalf("parked waits of 400 µs keep polling once the caller is not solo (recent %v)", time.Duration(s.recent.Load()))
+	}
+}
+
+// TestPoolSolo: calls one after another make the pool solo (the long
+// polling budget) after soloCalls of them; one call that overlaps another
+// ends it, and it takes soloCalls sequential calls to come back.
+func TestPoolSolo(t *testing.T) {
+	p := newTestPool(t, Options{Workers: 2})
+	m := compile(t, p, enginetest.Spec("solo_echo", plugin.Limits{}))
+	call := func() {
+		if out, err := m.Call(context.Background(), "echo", []byte(`{}`)); err != nil || string(out) != "{}" {
+			t.Fatalf("echo: %q, %v", out, err)
+		}
+	}
+	for i := range soloCalls {
+		if p.solo() {
+			t.Fatalf("solo after %d sequential calls, want %d", i, soloCalls)
+		}
+		call()
+	}
+	if !p.solo() {
+		t.Fatalf("not solo after %d sequential calls", soloCalls)
+	}
+	// Two calls at once: the second comes in while the first is inside.
+	var wg sync.WaitGroup
+	for tries := 0; p.solo(); tries++ {
+		if tries == 1000 {
+			t.Fatal("1000 pairs of calls started together never overlapped")
+		}
+		start := make(chan struct{})
+		for range 2 {
+			wg.Go(func() { <-start; call() })
+		}
+		close(start)
+		wg.Wait()
+	}
+	call()
+	if p.solo() {
+		t.Fatal("solo right after calls overlapped")
 	}
 }
 

@@ -55,10 +55,11 @@ func Serve(ctx context.Context, r io.Reader, w io.Writer, cacheDir string) error
 	modules := map[string]engine.Module{}
 	// The supervisor says in each call whether the worker polls for the
 	// next request (callHeader.Poll).
-	var poll atomic.Bool
+	var poll, long atomic.Bool
 	if p, ok := r.(*rawPipe); ok {
 		p.spin.budget = requestSpin
 		p.spin.alone = poll.Load
+		p.spin.solo, p.spin.longBudget = long.Load, longSpin
 	}
 	br := bufio.NewReaderSize(r, 64<<10)
 	bw := bufio.NewWriterSize(w, 64<<10)
@@ -127,6 +128,7 @@ func Serve(ctx context.Context, r io.Reader, w io.Writer, cacheDir string) error
 				return fmt.Errorf("worker: bad call header: %w", err)
 			}
 			poll.Store(h.Poll)
+			long.Store(h.LongPoll)
 			mod := modules[h.Key]
 			if mod == nil {
 				if err := reply(toolerr.Errorf(toolerr.CodeInternal, "module not loaded in worker"), nil); err != nil {
