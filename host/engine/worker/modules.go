@@ -110,12 +110,8 @@ type module struct {
 
 // Call implements engine.Module.
 func (m *module) Call(caller context.Context, export string, input []byte) ([]byte, error) {
-	if m.pool.calls.Add(1) == 1 {
-		m.pool.soloRun.Add(1)
-	} else {
-		m.pool.soloRun.Store(0)
-	}
-	defer m.pool.calls.Add(-1)
+	m.pool.enter()
+	defer m.pool.leave()
 	ctx, cancel := engine.Budget(caller, m.spec.Limits.TimeoutMS)
 	defer cancel()
 	out, err := m.call(ctx, export, input)

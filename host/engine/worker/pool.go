@@ -84,8 +84,12 @@ type Pool struct {
 	// reply: pipes are polled (spinner) only for a call that is alone.
 	calls atomic.Int32
 	// soloRun counts the calls in a row that came into Call alone (no
-	// other call inside it); an overlapping call resets it. See longSpin.
+	// other call inside it) and right after the one before (within
+	// longSpin of its end, lastEnd: time since epoch); an overlapping call
+	// or a pause resets it. See longSpin.
 	soloRun atomic.Int64
+	lastEnd atomic.Int64
+	epoch   time.Time
 }
 
 // Stats is a snapshot of a pool's workers.
@@ -173,7 +177,7 @@ func NewPool(ctx context.Context, opts Options) (*Pool, error) {
 		log = slog.New(slog.DiscardHandler)
 	}
 	pctx, stop := context.WithCancel(context.Background())
-	p := &Pool{opts: opts, log: log, ctx: pctx, stop: stop, procs: map[*proc]struct{}{}}
+	p := &Pool{opts: opts, log: log, ctx: pctx, stop: stop, procs: map[*proc]struct{}{}, epoch: time.Now()}
 	p.sched = newSched(p)
 	for range opts.Workers {
 		w, err := p.start()
