@@ -40,9 +40,11 @@ func (m *inProcessModule) Call(ctx context.Context, export string, input []byte)
 	// returned: the export returned normally, so an error it reported
 	// (a return code, an error message, a refused capability) leaves the
 	// instance as fit for a reset as a success does. A trap, a WASI exit,
-	// a limit, a misused host function or a stopped call still close it.
+	// a limit, a misused host function or a stopped call still close it,
+	// and so does any failed call of a reused instance, which no reset
+	// follows: a failed call never hands its state to the next one.
 	returned := false
-	defer func() { m.done(in, err == nil || returned) }()
+	defer func() { m.done(in, err == nil || (returned && !m.spec.ReuseInstances)) }()
 	if stopped := engine.Stopped(ctx, "the tool was about to start"); stopped != nil {
 		return nil, stopped
 	}

@@ -138,13 +138,15 @@ func (e *InProcess) Compile(ctx context.Context, spec engine.Spec) (engine.Modul
 	// Fresh calls run on instances reset to a snapshot taken after the
 	// module started (see resettable) unless the module holds state a
 	// snapshot cannot restore; those get a real fresh instance per call.
+	// A module that opts in to reuse is prepared the same way, for the
+	// direct call path, and its instances are never snapshotted.
 	// The listeners are compiled into the host module extism builds for
 	// its "extism:host/env" functions (and, for a prepared module, into
 	// its init export and the WASI functions).
 	wasm := spec.Wasm
 	var prep *prepared
 	var listeners experimental.FunctionListenerFactory = envListeners{}
-	if !spec.ReuseInstances && snapshotRefusal(checked) == nil {
+	if snapshotRefusal(checked) == nil {
 		if p, err := prepareForSnapshot(spec.Wasm); err == nil {
 			prep, wasm = p, p.wasm
 			listeners = snapshotListeners{next: envListeners{}}

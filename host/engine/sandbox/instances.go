@@ -162,13 +162,15 @@ func (m *inProcessModule) newInstance(ctx context.Context) (*instance, error) {
 }
 
 // newResettableInstance makes an instance and snapshots it after its
-// initialization, or returns nil when that fails or the initialization
+// initialization (not when the manifest opts in to reuse: such an
+// instance is never reset; it is made this way for the direct call
+// path), or returns nil when that fails or the initialization
 // ran into a limit or misused a host function: a plain instance then
 // meets the same on the call, where it is reported as it always was.
 func (m *inProcessModule) newResettableInstance(ctx context.Context) *instance {
 	in := &instance{g: newCallGuard(m.spec, 0), stderr: &cappedBuffer{n: 4096}}
 	ctx = context.WithValue(ctx, guardKey{}, in.g)
-	r, err := newResettable(ctx, m.compiled, m.prep, in.g, extism.PluginInstanceConfig{ModuleConfig: m.moduleConfig(in.stderr)})
+	r, err := newResettable(ctx, m.compiled, m.prep, in.g, extism.PluginInstanceConfig{ModuleConfig: m.moduleConfig(in.stderr)}, !m.spec.ReuseInstances)
 	if err != nil {
 		return nil
 	}

@@ -189,6 +189,10 @@ func (initListener) Abort(context.Context, api.Module, api.FunctionDefinition, e
 // inputs and outputs after the kernel's own reset), the module's mutable
 // globals, and extism's per-instance variables. The kernel's only
 // mutable global is the context reference extism sets itself.
+//
+// An instance of a module whose manifest opts in to reuse is made the
+// same way, for the direct call path (directCall), but not snapshotted:
+// it is never reset, and state is nil.
 type resettable struct {
 	p       *extism.Plugin
 	state   *snapshotState
@@ -198,10 +202,11 @@ type resettable struct {
 
 // newResettable instantiates cp, compiled from prep.wasm with
 // snapshotListeners, on the image-backed memories of alloc, runs the init
-// export and captures the result. alloc's images must be at least every
-// memory's declared minimum (Prevalidate holds those to the page limit):
-// wazero panics when the initial allocation is refused.
-func newResettable(ctx context.Context, cp *extism.CompiledPlugin, prep *prepared, alloc imageSource, cfg extism.PluginInstanceConfig) (*resettable, error) {
+// export and, when snapshot is set, captures the result. alloc's images
+// must be at least every memory's declared minimum (Prevalidate holds
+// those to the page limit): wazero panics when the initial allocation is
+// refused.
+func newResettable(ctx context.Context, cp *extism.CompiledPlugin, prep *prepared, alloc imageSource, cfg extism.PluginInstanceConfig, snapshot bool) (*resettable, error) {
 	ctx = experimental.WithMemoryAllocator(ctx, alloc)
 	p, err := cp.Instance(ctx, cfg)
 	if err != nil {
@@ -224,7 +229,7 @@ func newResettable(ctx context.Context, cp *extism.CompiledPlugin, prep *prepare
 		err = errors.New("the init export ran unobserved")
 	}
 	var state *snapshotState
-	if err == nil {
+	if err == nil && snapshot {
 		state, err = capture(alloc, slot.main, prep.globals)
 	}
 	if err != nil {
@@ -255,6 +260,9 @@ func (r *resettable) returned() bool { return r.direct != nil && r.direct.return
 // reset makes the instance fresh again. After an error the instance must
 // be closed, not used.
 func (r *resettable) reset() error {
+	if r.state == nil {
+		return errors.New("sandbox: an instance made for reuse has no snapshot to reset to")
+	}
 	if r.tainted {
 		return errors.New("sandbox: the call changed WASI state (descriptors, offsets or files) that a snapshot cannot restore")
 	}

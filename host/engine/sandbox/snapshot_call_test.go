@@ -104,6 +104,47 @@ func TestCallNoStateSurvives(t *testing.T) {
 	})
 }
 
+// TestReuseTakesTheDirectPath: a module that opts in to reuse is
+// prepared like a fresh one, so its calls take the direct path (call
+// engines kept per instance), but its instance has no snapshot: it keeps
+// its state from call to call and cannot be reset. (That a failed call's
+// instance is not reused: TestReuseInstancesIsTheManifestsOptIn.)
+func TestReuseTakesTheDirectPath(t *testing.T) {
+	m := compileFile(t, "testdata/callleak.wasm", true, "leak", "peek")
+	if m.prep == nil {
+		t.Fatal("a reuse module was not prepared: its calls take extism's slower path")
+	}
+	for i := range 3 {
+		if _, err := m.Call(context.Background(), "leak", nil); err != nil {
+			t.Fatalf("round %d: leak: %v", i, err)
+		}
+		if got := leaked(t, m); got != 0b11111 {
+			t.Fatalf("round %d: peek found %08b, want %08b: the reused instance lost its state", i, got, 0b11111)
+		}
+	}
+	// peek reports what it found as a failed call, which closes a reused
+	// instance; a clean call gives it back.
+	if _, err := m.Call(context.Background(), "leak", nil); err != nil {
+		t.Fatal(err)
+	}
+	var in *instance
+	select {
+	case in = <-m.ready:
+	default:
+		t.Fatal("the reused instance did not go back to the module after a clean call")
+	}
+	defer m.put(in)
+	if in.r == nil || in.r.direct == nil {
+		t.Fatal("the reused instance does not call through directCall")
+	}
+	if in.r.state != nil {
+		t.Fatal("a reused instance was snapshotted: memory for an image it never resets to")
+	}
+	if err := in.r.reset(); err == nil {
+		t.Fatal("a reused instance without a snapshot reset without an error")
+	}
+}
+
 // TestCallResetsInstances: a clean fresh call gives its instance back,
 // reset, for the next call (the reset is on the call path); a call that
 // grew memory does not.

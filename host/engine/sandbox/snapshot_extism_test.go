@@ -45,7 +45,7 @@ func resettableOf(tb testing.TB, path string) *resettable {
 func resettableCopying(tb testing.TB, path string, copyMax uint64) *resettable {
 	tb.Helper()
 	cp, prep := compilePrepared(tb, path)
-	r, err := newResettable(context.Background(), cp, prep, &imageAllocator{limit: 512 * 65536, copyMax: copyMax}, extism.PluginInstanceConfig{})
+	r, err := newResettable(context.Background(), cp, prep, &imageAllocator{limit: 512 * 65536, copyMax: copyMax}, extism.PluginInstanceConfig{}, true)
 	if err != nil {
 		tb.Fatal(err)
 	}
