@@ -431,29 +431,29 @@ func BenchmarkRows(b *testing.B) {
 				}
 				benchOutsideCheck(b, s, srv.url, srv.token)
 			})
-			var floor string
-			b.Run("outside-check-floor", func(b *testing.B) {
-				if s.name != "echo" {
-					b.Skip("n/a: the outside comparison is on the echo module")
-				}
-				if floor == "" {
-					floor = startFloorServer(parent, nil)
-				}
-				benchOutsideCheck(b, s, floor, "")
-			})
-			// The floor of any server that runs the module outside its
-			// own process: the same plus a pipe to a child that runs it
-			// with extism, instance reused.
-			var isolatedFloor string
-			b.Run("outside-check-floor-isolated", func(b *testing.B) {
-				if s.name != "echo" {
-					b.Skip("n/a: the outside comparison is on the echo module")
-				}
-				if isolatedFloor == "" {
-					isolatedFloor = startFloorServer(parent, s)
-				}
-				benchOutsideCheck(b, s, isolatedFloor, "")
-			})
+			// The floors: a server that only answers after a durable
+			// record, and one that also runs the module in a child
+			// process (extism, instance reused) — the floor of any server
+			// that keeps the plugin out of its own process.
+			for _, f := range []struct {
+				name     string
+				isolated bool
+			}{{"outside-check-floor", false}, {"outside-check-floor-isolated", true}} {
+				var url string
+				b.Run(f.name, func(b *testing.B) {
+					if s.name != "echo" {
+						b.Skip("n/a: the outside comparison is on the echo module")
+					}
+					if url == "" {
+						var module *subject
+						if f.isolated {
+							module = s
+						}
+						url = startFloorServer(parent, module)
+					}
+					benchOutsideCheck(b, s, url, "")
+				})
+			}
 		})
 	}
 	b.Run("hop/pipe-round-trip", benchHop)

@@ -241,14 +241,13 @@ const (
 // pause between calls — one HTTP client, whose every call also waits for
 // the audit log's fsync — would have the worker poll in vain for its next
 // request: server and workers spent 60-140 µs more CPU per call for the
-// same calls/s, three pairs.) 250 µs
-// covers a Go guest's call (the time sample: p50 224 → 89 µs) and the
-// rare slow reply that made a short call's p99 (echo: p99 143-170 → 74-80
-// µs). Under concurrent load the calls overlap, and the budget stays at
-// 50 µs: with 250 µs whenever a call happened to be alone, 8 HTTP clients
-// got 6-17% fewer calls/s (five pairs), the polling taking CPU the other
-// processes needed (RATIONALE.md, "Sequential calls poll the worker pipes
-// instead of parking").
+// same calls/s, three pairs.) 250 µs covers a Go guest's call (the time
+// sample: p50 224 → 89 µs) and the rare slow reply that made a short
+// call's p99 (echo: p99 143-170 → 74-80 µs). Under concurrent load the
+// calls overlap, and the budget stays at 50 µs: with 250 µs whenever a
+// call happened to be alone, 8 HTTP clients got 6-17% fewer calls/s (five
+// pairs), the polling taking CPU the other processes needed (RATIONALE.md,
+// "Sequential calls poll the worker pipes instead of parking").
 const (
 	longSpin  = 250 * time.Microsecond
 	soloCalls = 32
