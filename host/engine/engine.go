@@ -84,6 +84,17 @@ type Module interface {
 	Close(ctx context.Context) error
 }
 
+// Finisher is a Module whose calls can leave their cleanup to after the
+// caller has used the output, so that an answer does not wait for it.
+type Finisher interface {
+	// CallThen is Call, except that the cleanup Call does before it
+	// returns (resetting the instance to its fresh state, or closing it)
+	// is done by finish instead. The caller must call finish exactly once,
+	// whatever the error, and soon: until then the instance serves no other
+	// call, and the module cannot be closed.
+	CallThen(ctx context.Context, export string, input []byte) (out []byte, finish func(), err error)
+}
+
 // Budget derives the context a call runs under: its deadline is the earlier
 // of ctx's and timeoutMS from now. Everything the call does (waiting for a
 // worker, loading the module, instantiating it, running it) counts against

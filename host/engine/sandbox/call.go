@@ -9,9 +9,38 @@ import (
 	"github.com/toolhost/toolhost/host/toolerr"
 )
 
-func (m *inProcessModule) Call(ctx context.Context, export string, input []byte) (out []byte, err error) {
+func (m *inProcessModule) Call(ctx context.Context, export string, input []byte) ([]byte, error) {
+	out, finish, err := m.CallThen(ctx, export, input)
+	finish()
+	return out, err
+}
+
+// CallThen implements engine.Finisher: the instance is reset (or closed)
+// by finish, so a worker can answer first. Nothing of it reaches another
+// call before then: it goes back to the ready instances only in finish.
+func (m *inProcessModule) CallThen(ctx context.Context, export string, input []byte) ([]byte, func(), error) {
 	m.closeMu.RLock()
-	defer m.closeMu.RUnlock()
+	var end callEnd
+	out, err := m.call(ctx, export, input, &end)
+	return out, func() {
+		if end.in != nil {
+			m.done(end.in, end.clean)
+		}
+		m.closeMu.RUnlock()
+	}, err
+}
+
+var _ engine.Finisher = (*inProcessModule)(nil)
+
+// callEnd is what finishing a call needs: its instance (nil when it had
+// none) and whether that instance is fit for the next call.
+type callEnd struct {
+	in    *instance
+	clean bool
+}
+
+// call runs export with input; m.closeMu is read-locked by its caller.
+func (m *inProcessModule) call(ctx context.Context, export string, input []byte, end *callEnd) (out []byte, err error) {
 	if m.closed {
 		return nil, toolerr.Errorf(toolerr.CodeUnavailable, "plugin %s was unloaded", m.spec.Name)
 	}
@@ -35,7 +64,7 @@ func (m *inProcessModule) Call(ctx context.Context, export string, input []byte)
 	}
 	if sink := engine.EventsOf(ctx); sink != nil {
 		g.events = startEvents(sink)
-		defer g.events.finish() // runs after done: events holds no instance state
+		defer g.events.finish() // before done: events holds no instance state
 	}
 	// returned: the export returned normally, so an error it reported
 	// (a return code, an error message, a refused capability) leaves the
@@ -44,7 +73,7 @@ func (m *inProcessModule) Call(ctx context.Context, export string, input []byte)
 	// and so does any failed call of a reused instance, which no reset
 	// follows: a failed call never hands its state to the next one.
 	returned := false
-	defer func() { m.done(in, err == nil || (returned && !m.spec.ReuseInstances)) }()
+	defer func() { end.in, end.clean = in, err == nil || (returned && !m.spec.ReuseInstances) }()
 	if stopped := engine.Stopped(ctx, "the tool was about to start"); stopped != nil {
 		return nil, stopped
 	}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"testing"
+	"time"
 
 	"github.com/toolhost/toolhost/host/engine"
 	"github.com/toolhost/toolhost/host/toolerr"
@@ -217,5 +218,60 @@ func TestCallKernelMemoryDoesNotSurvive(t *testing.T) {
 		if len(out) != 1 || out[0] != 0 {
 			t.Fatalf("round %d: snoop found %v, want [0]: the kernel's memory survived a fresh call", i, out)
 		}
+	}
+}
+
+// TestCallThenResetsInFinish: CallThen leaves the reset to finish, so a
+// worker answers first — and nothing of the unfinished call's instance
+// reaches another call: a call made before finish gets another instance
+// (fresh: peek finds nothing), and calls after finish find nothing either,
+// whether the call succeeded (the instance is reset) or failed (it is
+// closed). The control arm (reused instances) shows that peek sees the
+// leak.
+func TestCallThenResetsInFinish(t *testing.T) {
+	exports := []string{"leak", "grow", "closeout", "setvar", "peek"}
+	control := compileFile(t, "testdata/callleak.wasm", true, exports...)
+	out, finish, err := control.CallThen(context.Background(), "leak", nil)
+	finish()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := leaked(t, control); got == 0 {
+		t.Fatalf("control (reused instance): peek found nothing after leak: the test cannot see the leak (output %q)", out)
+	}
+
+	m := compileFile(t, "testdata/callleak.wasm", false, exports...)
+	for i, export := range []string{"leak", "grow", "setvar", "leak"} {
+		_, finish, err := m.CallThen(context.Background(), export, nil)
+		if (err != nil) != (export == "setvar") {
+			t.Fatalf("round %d: %s: %v", i, export, err)
+		}
+		if got := leaked(t, m); got != 0 {
+			finish()
+			t.Fatalf("round %d: peek before finish found %08b after %s: it got the unfinished call's instance", i, got, export)
+		}
+		finish()
+		for j := range 2 {
+			if got := leaked(t, m); got != 0 {
+				t.Fatalf("round %d: peek %d after finish found %08b after %s: state survived", i, j, got, export)
+			}
+		}
+	}
+	// The module cannot be closed under an unfinished call; once it is
+	// finished, Close goes ahead.
+	_, finish, err = m.CallThen(context.Background(), "leak", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	closed := make(chan error, 1)
+	go func() { closed <- m.Close(context.Background()) }()
+	select {
+	case err := <-closed:
+		t.Fatalf("Close returned (%v) before the call was finished", err)
+	case <-time.After(50 * time.Millisecond):
+	}
+	finish()
+	if err := <-closed; err != nil {
+		t.Fatal(err)
 	}
 }

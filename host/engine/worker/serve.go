@@ -143,7 +143,10 @@ func Serve(ctx context.Context, r io.Reader, w io.Writer, cacheDir string) error
 			if h.Events {
 				cctx = engine.WithEvents(cctx, &frameEvents{bw: bw, level: h.LogLevel})
 			}
-			out, err := mod.Call(cctx, h.Export, f.body)
+			// The answer goes out before the instance is reset: the
+			// reset is this worker's work before it reads the next
+			// request, not the caller's wait.
+			out, finish, err := callThen(mod, cctx, h.Export, f.body)
 			cancel()
 			if err != nil {
 				out = nil
@@ -152,8 +155,10 @@ func Serve(ctx context.Context, r io.Reader, w io.Writer, cacheDir string) error
 			if h.Measure {
 				peak = ownPeakRSS()
 			}
-			if err := replyCall(bw, asErrorOrNil(err), out, peak); err != nil {
-				return err
+			rerr := replyCall(bw, asErrorOrNil(err), out, peak)
+			finish()
+			if rerr != nil {
+				return rerr
 			}
 			out = nil
 			trimMemory()
@@ -218,6 +223,15 @@ func withBudget(ctx context.Context, budgetMS uint32) (context.Context, context.
 		return context.WithCancel(ctx)
 	}
 	return context.WithTimeout(ctx, time.Duration(budgetMS)*time.Millisecond)
+}
+
+// callThen calls mod through engine.Finisher when it is one.
+func callThen(mod engine.Module, ctx context.Context, export string, input []byte) ([]byte, func(), error) {
+	if f, ok := mod.(engine.Finisher); ok {
+		return f.CallThen(ctx, export, input)
+	}
+	out, err := mod.Call(ctx, export, input)
+	return out, func() {}, err
 }
 
 func replyCall(bw *bufio.Writer, e *toolerr.Error, body []byte, peak int64) error {
