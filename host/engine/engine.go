@@ -103,6 +103,13 @@ func Budget(ctx context.Context, timeoutMS uint32) (context.Context, context.Can
 	return context.WithTimeout(ctx, time.Duration(timeoutMS)*time.Millisecond)
 }
 
+// WithinBudget reports whether ctx already ends no later than Budget's
+// would: its deadline is at most timeoutMS from now.
+func WithinBudget(ctx context.Context, timeoutMS uint32) bool {
+	d, ok := ctx.Deadline()
+	return ok && time.Until(d) <= time.Duration(timeoutMS)*time.Millisecond
+}
+
 // Stopped is the error of a call whose ctx ended while what was still
 // running: cancelled when the caller went away (context.Canceled), timeout
 // when the deadline passed. It returns nil while ctx has not ended.

@@ -48,9 +48,13 @@ func (m *inProcessModule) call(ctx context.Context, export string, input []byte,
 		return nil, m.inputError(len(input))
 	}
 	// Instantiating (when no instance is ready) counts against the call's
-	// budget as much as running it.
-	ctx, cancel := engine.Budget(ctx, m.spec.Limits.TimeoutMS)
-	defer cancel()
+	// budget as much as running it. (A worker's call comes with the
+	// supervisor's deadline, within the budget: nothing to derive.)
+	if !engine.WithinBudget(ctx, m.spec.Limits.TimeoutMS) {
+		var cancel context.CancelFunc
+		ctx, cancel = engine.Budget(ctx, m.spec.Limits.TimeoutMS)
+		defer cancel()
+	}
 
 	in, ierr := m.take(ctx)
 	g, stderr := in.g, in.stderr

@@ -26,15 +26,23 @@ type directCall struct {
 	main    api.Module
 	k       *kernelFns
 	mem     api.Memory // the kernel's
-	exports map[string]api.Function
+	exports map[string]directExport
 	// returned: the last call's export returned normally (no trap, no
 	// WASI exit), whatever it reported.
 	returned bool
 }
 
+// directExport is an export as a call needs it: nil when it does not have
+// the () -> (i32) or () -> () shape of an Extism export (extism's own path
+// then reports it); result when it returns its code.
+type directExport struct {
+	f      api.Function
+	result bool
+}
+
 func newDirectCall(p *extism.Plugin, main, kernel api.Module) *directCall {
 	return &directCall{p: p, main: main, k: newKernelFns(kernel), mem: kernel.ExportedMemory("memory"),
-		exports: map[string]api.Function{}}
+		exports: map[string]directExport{}}
 }
 
 // kernelCall calls the kernel's export name with stack (its parameters,
@@ -49,14 +57,19 @@ func (d *directCall) kernelCall(ctx context.Context, name string, stack []uint64
 
 func (d *directCall) call(ctx context.Context, name string, input []byte) (uint32, []byte, error) {
 	d.returned = false
-	f, ok := d.exports[name]
+	e, ok := d.exports[name]
 	if !ok {
-		f = d.main.ExportedFunction(name)
-		if f != nil && (len(f.Definition().ParamTypes()) > 0 || len(f.Definition().ResultTypes()) > 1) {
-			f = nil
+		e.f = d.main.ExportedFunction(name)
+		if e.f != nil {
+			def := e.f.Definition()
+			if len(def.ParamTypes()) > 0 || len(def.ResultTypes()) > 1 {
+				e.f = nil
+			}
+			e.result = e.f != nil && len(def.ResultTypes()) == 1
 		}
-		d.exports[name] = f
+		d.exports[name] = e
 	}
+	f := e.f
 	if f == nil || d.main.IsClosed() {
 		// Missing or unusable: extism's own path gives its own error.
 		return d.p.CallWithContext(ctx, name, input)
@@ -85,7 +98,7 @@ func (d *directCall) call(ctx context.Context, name string, input []byte) (uint3
 	var res []uint64
 	err := f.CallWithStack(ctx, stack[:])
 	d.returned = err == nil
-	if err == nil && len(f.Definition().ResultTypes()) == 1 {
+	if err == nil && e.result {
 		res = stack[:]
 	}
 	if exit, ok := err.(*sys.ExitError); ok {

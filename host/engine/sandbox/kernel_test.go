@@ -114,7 +114,7 @@ func TestDirectCall(t *testing.T) {
 	if in.r == nil || in.r.direct == nil {
 		t.Fatal("the fresh instance has no direct call path")
 	}
-	if in.r.direct.exports["echo"] == nil || in.r.direct.k.fns[kernelIndex["output_length"]] == nil {
+	if in.r.direct.exports["echo"].f == nil || in.r.direct.k.fns[kernelIndex["output_length"]] == nil {
 		t.Errorf("the direct path kept no call engines: exports %v", in.r.direct.exports)
 	}
 	rc, _, err := in.r.call(context.Background(), "no_such_export", nil)
