@@ -422,15 +422,20 @@ func BenchmarkRows(b *testing.B) {
 			// would run it: one small program, extism then HTTP; and the
 			// same against the floor under any durable HTTP call
 			// (test/bench/floorserver), and under any that also isolates.
-			b.Run("outside-check", func(b *testing.B) {
-				if s.name != "echo" {
-					b.Skip("n/a: the outside comparison is on the echo module")
-				}
-				if srv == nil {
-					srv = startServer(parent, s)
-				}
-				benchOutsideCheck(b, s, srv.url, srv.token)
-			})
+			for _, c := range []struct {
+				name  string
+				input []byte
+			}{{"outside-check", s.input}, {"outside-check-small-input", smallEchoInput}} {
+				b.Run(c.name, func(b *testing.B) {
+					if s.name != "echo" {
+						b.Skip("n/a: the outside comparison is on the echo module")
+					}
+					if srv == nil {
+						srv = startServer(parent, s)
+					}
+					benchOutsideCheck(b, s, c.input, srv.url, srv.token)
+				})
+			}
 			// The floors: a server that only answers after a durable
 			// record, and one that also runs the module in a child
 			// process (extism, instance reused) — the floor of any server
@@ -451,7 +456,7 @@ func BenchmarkRows(b *testing.B) {
 						}
 						url = startFloorServer(parent, module)
 					}
-					benchOutsideCheck(b, s, url, "")
+					benchOutsideCheck(b, s, s.input, url, "")
 				})
 			}
 		})
