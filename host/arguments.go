@@ -3,7 +3,6 @@ package host
 import (
 	"bytes"
 	"errors"
-	"strings"
 
 	"github.com/toolhost/toolhost/host/toolerr"
 	"github.com/toolhost/toolhost/internal/strictjson"
@@ -30,11 +29,9 @@ func (h *Host) arguments(ref *toolRef, args []byte) ([]byte, *toolerr.Error) {
 	v, err := strictjson.Parse(args, strictjson.ValueLimits{})
 	if err != nil {
 		if errors.Is(err, strictjson.ErrBounds) {
-			msg := strings.TrimPrefix(err.Error(), strictjson.ErrBounds.Error()+": ")
-			return nil, toolerr.Errorf(toolerr.CodeInvalidArguments, "arguments refused: %s", msg)
+			return nil, toolerr.Errorf(toolerr.CodeInvalidArguments, "arguments refused: %s", strictjson.Detail(err))
 		}
-		msg := strings.TrimPrefix(err.Error(), strictjson.ErrInvalid.Error()+": ")
-		return nil, toolerr.Errorf(toolerr.CodeInvalidArguments, "arguments are not valid JSON: %s", msg)
+		return nil, toolerr.Errorf(toolerr.CodeInvalidArguments, "arguments are not valid JSON: %s", strictjson.Detail(err))
 	}
 	if err := ref.schema.CheckCost(v.Nodes); err != nil {
 		return nil, toolerr.Errorf(toolerr.CodeInvalidArguments, "%v", err)

@@ -321,7 +321,7 @@ func parseCallBody(body []byte) (json.RawMessage, *toolerr.Error) {
 	case errors.As(err, &te):
 		return nil, te
 	case err != nil:
-		return nil, shape("invalid JSON: %s", strings.TrimPrefix(err.Error(), strictjson.ErrInvalid.Error()+": "))
+		return nil, shape("invalid JSON: %s", strictjson.Detail(err))
 	}
 	if len(args) == 0 || string(args) == "null" {
 		return json.RawMessage("{}"), nil

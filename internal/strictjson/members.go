@@ -1,7 +1,6 @@
 package strictjson
 
 import (
-	"fmt"
 	"unicode/utf8"
 )
 
@@ -20,7 +19,7 @@ const maxSkipDepth = 10000
 // (Parse), which is why this costs one pass and no allocation per value.
 func Members(data []byte, fn func(key string, value []byte) error) error {
 	if !utf8.Valid(data) {
-		return fmt.Errorf("%w: not valid UTF-8", ErrInvalid)
+		return errorf(ErrInvalid, "not valid UTF-8")
 	}
 	s := scanner{data: data, lim: ValueLimits{MaxDepth: maxSkipDepth}, surrogate: -1}
 	s.space()
@@ -46,7 +45,7 @@ func Members(data []byte, fn func(key string, value []byte) error) error {
 			return err
 		}
 		if seen[key] {
-			return fmt.Errorf("%w: duplicate key %q in $", ErrInvalid, key)
+			return errorf(ErrInvalid, "duplicate key %q in $", key)
 		}
 		if seen == nil {
 			seen = map[string]bool{}

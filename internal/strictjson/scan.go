@@ -41,10 +41,10 @@ type scanner struct {
 func (s *scanner) finish() error {
 	s.space()
 	if s.i < len(s.data) {
-		return fmt.Errorf("%w: unexpected data after the JSON value at byte %d", ErrInvalid, s.i)
+		return errorf(ErrInvalid, "unexpected data after the JSON value at byte %d", s.i)
 	}
 	if s.surrogate >= 0 {
-		return fmt.Errorf("%w: unpaired UTF-16 surrogate escape before byte %d", ErrInvalid, s.surrogate)
+		return errorf(ErrInvalid, "unpaired UTF-16 surrogate escape before byte %d", s.surrogate)
 	}
 	return nil
 }
@@ -99,27 +99,27 @@ func (s *scanner) space() {
 // the grammar allows there; want says what would have been.
 func (s *scanner) syntax(want string) error {
 	if s.i >= len(s.data) {
-		return fmt.Errorf("%w: document ends early at %s, expecting %s", ErrInvalid, s.where(), want)
+		return errorf(ErrInvalid, "document ends early at %s, expecting %s", s.where(), want)
 	}
 	r, _ := utf8.DecodeRune(s.data[s.i:])
-	return fmt.Errorf("%w: invalid character %q at byte %d, expecting %s (at %s)", ErrInvalid, r, s.i, want, s.where())
+	return errorf(ErrInvalid, "invalid character %q at byte %d, expecting %s (at %s)", r, s.i, want, s.where())
 }
 
 func (s *scanner) value(depth int) (any, error) {
 	s.space()
 	if s.i >= len(s.data) {
-		return nil, fmt.Errorf("%w: document ends early at %s", ErrInvalid, s.where())
+		return nil, errorf(ErrInvalid, "document ends early at %s", s.where())
 	}
 	s.count(depth)
 	switch c := s.data[s.i]; {
 	case c == '{':
 		if depth >= s.lim.MaxDepth {
-			return nil, fmt.Errorf("%w: nested deeper than %d levels at %s", ErrBounds, s.lim.MaxDepth, s.where())
+			return nil, errorf(ErrBounds, "nested deeper than %d levels at %s", s.lim.MaxDepth, s.where())
 		}
 		return s.object(depth)
 	case c == '[':
 		if depth >= s.lim.MaxDepth {
-			return nil, fmt.Errorf("%w: nested deeper than %d levels at %s", ErrBounds, s.lim.MaxDepth, s.where())
+			return nil, errorf(ErrBounds, "nested deeper than %d levels at %s", s.lim.MaxDepth, s.where())
 		}
 		return s.array(depth)
 	case c == '"':
@@ -166,7 +166,7 @@ func (s *scanner) object(depth int) (any, error) {
 			// Duplicates are compared by what the keys say, not how they
 			// are spelled.
 			if _, dup := obj[key]; dup {
-				return nil, fmt.Errorf("%w: duplicate key %q in %s", ErrInvalid, key, s.where())
+				return nil, errorf(ErrInvalid, "duplicate key %q in %s", key, s.where())
 			}
 			seg.key = key
 		} else {
@@ -305,7 +305,7 @@ func (s *scanner) number() (any, error) {
 		return nil, nil // skipped: well-formed is all that is asked
 	}
 	if err := checkNumber(string(lit), s.lim); err != nil {
-		return nil, fmt.Errorf("%w: %s: %v", ErrBounds, s.where(), err)
+		return nil, errorf(ErrBounds, "%s: %v", s.where(), err)
 	}
 	return json.Number(lit), nil
 }

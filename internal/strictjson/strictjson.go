@@ -21,6 +21,31 @@ import (
 // ErrInvalid is wrapped by every error Decode returns for a bad document.
 var ErrInvalid = errors.New("invalid JSON document")
 
+// Error is every error this package returns for a refused document: its
+// kind (ErrInvalid or ErrBounds, which errors.Is finds) and what was wrong,
+// which Detail gives a caller that words the kind itself.
+type Error struct {
+	Kind   error
+	Detail string
+}
+
+func (e *Error) Error() string { return e.Kind.Error() + ": " + e.Detail }
+func (e *Error) Unwrap() error { return e.Kind }
+
+func errorf(kind error, format string, args ...any) error {
+	return &Error{Kind: kind, Detail: fmt.Sprintf(format, args...)}
+}
+
+// Detail is what was wrong with the document err refused, without the
+// kind's words ("invalid JSON document: "); err's text for any other error.
+func Detail(err error) string {
+	var e *Error
+	if errors.As(err, &e) {
+		return e.Detail
+	}
+	return err.Error()
+}
+
 // MaxDepth bounds the nesting of any document Decode accepts.
 const MaxDepth = 64
 
@@ -56,7 +81,7 @@ func Decode(data []byte, shape Shape, v any) error {
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(v); err != nil {
-		return fmt.Errorf("%w: %v", ErrInvalid, err)
+		return errorf(ErrInvalid, "%v", err)
 	}
 	return nil
 }
@@ -64,7 +89,7 @@ func Decode(data []byte, shape Shape, v any) error {
 // Check reports whether data is one well-formed JSON value of the given shape.
 func Check(data []byte, shape Shape) error {
 	if !utf8.Valid(data) {
-		return fmt.Errorf("%w: not valid UTF-8", ErrInvalid)
+		return errorf(ErrInvalid, "not valid UTF-8")
 	}
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.UseNumber()
@@ -73,7 +98,7 @@ func Check(data []byte, shape Shape) error {
 		return err
 	}
 	if _, err := dec.Token(); err != io.EOF {
-		return fmt.Errorf("%w: unexpected data after the JSON value at byte %d", ErrInvalid, dec.InputOffset())
+		return errorf(ErrInvalid, "unexpected data after the JSON value at byte %d", dec.InputOffset())
 	}
 	return checkSurrogates(data)
 }
@@ -103,7 +128,7 @@ func checkSurrogates(data []byte) error {
 		}
 		isLow := r >= 0xdc00 && r <= 0xdfff
 		if wantLow != isLow {
-			return fmt.Errorf("%w: unpaired UTF-16 surrogate escape before byte %d", ErrInvalid, i+1)
+			return errorf(ErrInvalid, "unpaired UTF-16 surrogate escape before byte %d", i+1)
 		}
 		wantLow = r >= 0xd800 && r <= 0xdbff
 	}
@@ -116,14 +141,14 @@ func (c *checker) value(shape Shape, path string, depth int) error {
 	tok, err := c.dec.Token()
 	if err != nil {
 		if err == io.EOF {
-			return fmt.Errorf("%w: document ends early at %s", ErrInvalid, path)
+			return errorf(ErrInvalid, "document ends early at %s", path)
 		}
-		return fmt.Errorf("%w: %v (at %s)", ErrInvalid, err, path)
+		return errorf(ErrInvalid, "%v (at %s)", err, path)
 	}
 	// depth counts the objects and arrays around this value; only opening
 	// another one can exceed the bound.
 	if _, open := tok.(json.Delim); open && depth >= MaxDepth {
-		return fmt.Errorf("%w: nested deeper than %d levels at %s", ErrInvalid, MaxDepth, path)
+		return errorf(ErrInvalid, "nested deeper than %d levels at %s", MaxDepth, path)
 	}
 	switch tok {
 	case json.Delim('{'):
@@ -133,7 +158,7 @@ func (c *checker) value(shape Shape, path string, depth int) error {
 		if a, ok := shape.(ArrayOf); ok {
 			elem = a.Elem
 		} else if _, ok := shape.(Any); !ok {
-			return fmt.Errorf("%w: %s must not be an array", ErrInvalid, path)
+			return errorf(ErrInvalid, "%s must not be an array", path)
 		}
 		for i := 0; c.dec.More(); i++ {
 			if err := c.value(elem, fmt.Sprintf("%s[%d]", path, i), depth+1); err != nil {
@@ -146,7 +171,7 @@ func (c *checker) value(shape Shape, path string, depth int) error {
 		_, isObj := shape.(Object)
 		_, isMap := shape.(MapOf)
 		if (isObj || isMap) && tok != nil {
-			return fmt.Errorf("%w: %s must be an object", ErrInvalid, path)
+			return errorf(ErrInvalid, "%s must be an object", path)
 		}
 		return nil
 	}
@@ -155,7 +180,7 @@ func (c *checker) value(shape Shape, path string, depth int) error {
 func (c *checker) object(shape Shape, path string, depth int) error {
 	fields, exact := shape.(Object)
 	if _, ok := shape.(ArrayOf); ok {
-		return fmt.Errorf("%w: %s must be an array", ErrInvalid, path)
+		return errorf(ErrInvalid, "%s must be an array", path)
 	}
 	seen := map[string]bool{}
 	for c.dec.More() {
@@ -165,7 +190,7 @@ func (c *checker) object(shape Shape, path string, depth int) error {
 		}
 		key, _ := tok.(string)
 		if seen[key] {
-			return fmt.Errorf("%w: duplicate key %q in %s", ErrInvalid, key, path)
+			return errorf(ErrInvalid, "duplicate key %q in %s", key, path)
 		}
 		seen[key] = true
 		child := Shape(Any{})
@@ -190,15 +215,15 @@ func (c *checker) object(shape Shape, path string, depth int) error {
 func unknownKey(fields Object, key, path string) error {
 	for k := range fields {
 		if strings.EqualFold(k, key) {
-			return fmt.Errorf("%w: key %q in %s differs from %q only in case: keys are case-sensitive", ErrInvalid, key, path, k)
+			return errorf(ErrInvalid, "key %q in %s differs from %q only in case: keys are case-sensitive", key, path, k)
 		}
 	}
-	return fmt.Errorf("%w: unknown key %q in %s", ErrInvalid, key, path)
+	return errorf(ErrInvalid, "unknown key %q in %s", key, path)
 }
 
 func wrapSyntax(err error, path string) error {
 	if err == nil {
 		return nil
 	}
-	return fmt.Errorf("%w: %v (at %s)", ErrInvalid, err, path)
+	return errorf(ErrInvalid, "%v (at %s)", err, path)
 }

@@ -244,3 +244,32 @@ func FuzzStrictJSON(f *testing.F) {
 		}
 	})
 }
+
+// TestDetail: every refusal is an *Error whose kind errors.Is finds and
+// whose Detail is its text without the kind's words.
+func TestDetail(t *testing.T) {
+	for _, c := range []struct {
+		doc  string
+		kind error
+	}{
+		{`{"a":1,"a":2}`, ErrInvalid},
+		{`{"a":`, ErrInvalid},
+		{`[1] x`, ErrInvalid},
+		{"\"\xff\"", ErrInvalid},
+		{strings.Repeat("[", 200) + strings.Repeat("]", 200), ErrBounds},
+		{`1e999999`, ErrBounds},
+	} {
+		_, err := Parse([]byte(c.doc), ValueLimits{})
+		var e *Error
+		if !errors.As(err, &e) || !errors.Is(err, c.kind) {
+			t.Errorf("%q: %v (%T), want an *Error of kind %v", c.doc, err, err, c.kind)
+			continue
+		}
+		if want := strings.TrimPrefix(err.Error(), c.kind.Error()+": "); Detail(err) != want || want == err.Error() || want == "" {
+			t.Errorf("%q: Detail %q, error %q", c.doc, Detail(err), err)
+		}
+	}
+	if got := Detail(errors.New("other")); got != "other" {
+		t.Errorf("Detail of another error: %q", got)
+	}
+}

@@ -67,7 +67,7 @@ type Value struct {
 func Parse(data []byte, lim ValueLimits) (Value, error) {
 	lim = lim.withDefaults()
 	if !utf8.Valid(data) {
-		return Value{}, fmt.Errorf("%w: not valid UTF-8", ErrInvalid)
+		return Value{}, errorf(ErrInvalid, "not valid UTF-8")
 	}
 	sc := scanner{data: data, lim: lim, build: true, surrogate: -1}
 	v, err := sc.value(0)
