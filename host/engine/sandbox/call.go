@@ -21,13 +21,25 @@ func (m *inProcessModule) Call(ctx context.Context, export string, input []byte)
 func (m *inProcessModule) CallThen(ctx context.Context, export string, input []byte) ([]byte, func(), error) {
 	m.closeMu.RLock()
 	var end callEnd
-	out, err := m.call(ctx, export, input, &end)
-	return out, func() {
-		if end.in != nil {
-			m.done(end.in, end.clean)
+	returned := false
+	defer func() {
+		if !returned { // call panicked: close its instance, unlock, panic on
+			end.clean = false
+			m.finish(&end)
 		}
-		m.closeMu.RUnlock()
-	}, err
+	}()
+	out, err := m.call(ctx, export, input, &end)
+	returned = true
+	return out, func() { m.finish(&end) }, err
+}
+
+// finish ends a call CallThen made: its instance reset and given back, or
+// closed; the module's read lock released.
+func (m *inProcessModule) finish(end *callEnd) {
+	if end.in != nil {
+		m.done(end.in, end.clean)
+	}
+	m.closeMu.RUnlock()
 }
 
 var _ engine.Finisher = (*inProcessModule)(nil)
