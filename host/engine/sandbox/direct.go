@@ -59,13 +59,11 @@ func (d *directCall) call(ctx context.Context, name string, input []byte) (uint3
 	d.returned = false
 	e, ok := d.exports[name]
 	if !ok {
-		e.f = d.main.ExportedFunction(name)
-		if e.f != nil {
-			def := e.f.Definition()
-			if len(def.ParamTypes()) > 0 || len(def.ResultTypes()) > 1 {
-				e.f = nil
+		if f := d.main.ExportedFunction(name); f != nil {
+			def := f.Definition()
+			if len(def.ParamTypes()) == 0 && len(def.ResultTypes()) <= 1 {
+				e = directExport{f: f, result: len(def.ResultTypes()) == 1}
 			}
-			e.result = e.f != nil && len(def.ResultTypes()) == 1
 		}
 		d.exports[name] = e
 	}

@@ -116,15 +116,14 @@ func kernelFunction(ctx context.Context, i int) api.Function {
 	if !ok {
 		panic("toolhost: the Extism kernel is not in the call's context")
 	}
-	g := guardOf(ctx)
-	k := (*kernelFns)(nil)
-	if g != nil && g.kfns != nil && g.kfns.kernel == kernel {
+	var k *kernelFns
+	if g := guardOf(ctx); g != nil {
+		if g.kfns == nil || g.kfns.kernel != kernel {
+			g.kfns = newKernelFns(kernel)
+		}
 		k = g.kfns
 	} else {
-		k = newKernelFns(kernel)
-		if g != nil {
-			g.kfns = k
-		} // else no guard: not kept
+		k = newKernelFns(kernel) // no guard: not kept
 	}
 	f, err := k.get(i)
 	if err != nil {

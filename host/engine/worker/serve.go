@@ -52,7 +52,7 @@ func Serve(ctx context.Context, r io.Reader, w io.Writer, cacheDir string) error
 	// in-process, which costs a goroutine per wasm function call.
 	eng.Supervised = true
 	defer eng.Close(ctx)
-	modules := map[string]engine.Module{}
+	modules := map[string]finishing{}
 	// The supervisor says in each call whether the worker polls for the
 	// next request (callHeader.Poll).
 	var poll, long atomic.Bool
@@ -117,7 +117,7 @@ func Serve(ctx context.Context, r io.Reader, w io.Writer, cacheDir string) error
 				}
 				continue
 			}
-			modules[h.Key] = mod
+			modules[h.Key] = mod.(finishing) // every sandbox module is one
 			if err := reply(nil, nil); err != nil {
 				return err
 			}
@@ -146,7 +146,7 @@ func Serve(ctx context.Context, r io.Reader, w io.Writer, cacheDir string) error
 			// The answer goes out before the instance is reset: the
 			// reset is this worker's work before it reads the next
 			// request, not the caller's wait.
-			out, finish, err := callThen(mod, cctx, h.Export, f.body)
+			out, finish, err := mod.CallThen(cctx, h.Export, f.body)
 			cancel()
 			if err != nil {
 				out = nil
@@ -225,13 +225,11 @@ func withBudget(ctx context.Context, budgetMS uint32) (context.Context, context.
 	return context.WithTimeout(ctx, time.Duration(budgetMS)*time.Millisecond)
 }
 
-// callThen calls mod through engine.Finisher when it is one.
-func callThen(mod engine.Module, ctx context.Context, export string, input []byte) ([]byte, func(), error) {
-	if f, ok := mod.(engine.Finisher); ok {
-		return f.CallThen(ctx, export, input)
-	}
-	out, err := mod.Call(ctx, export, input)
-	return out, func() {}, err
+// finishing is a module a worker runs: it answers before the instance's
+// reset (engine.Finisher), which the sandbox's modules all do.
+type finishing interface {
+	engine.Module
+	engine.Finisher
 }
 
 func replyCall(bw *bufio.Writer, e *toolerr.Error, body []byte, peak int64) error {
