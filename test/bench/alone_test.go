@@ -162,12 +162,22 @@ func outsideCheck(tb testing.TB, s *subject, input []byte, url, token, seconds s
 	return extismRate, httpRate, ratio
 }
 
-// smallEchoInput is the outside-check-small-input row's arguments: a
-// smaller object than the subject's, on which extism go-sdk runs the echo
-// module slower (go test -benchmem: 63 allocations and 283 KB per call
-// against 43 and 165 KB), while toolhost's HTTP rate does not move. The
-// Done-when does not say what a check sends; both are shown.
-var smallEchoInput = []byte(`{"msg":"hello"}`)
+// outsideCheckInputs are the arguments of the outside-check rows besides
+// the subject's own (66 bytes): the Done-when does not say what a check
+// sends, and extism go-sdk's speed on the echo module depends on it while
+// toolhost's HTTP rate does not. The module copies its input 8 bytes per
+// kernel call and the last len%8 bytes one by one, and extism go-sdk
+// builds a wazero call engine (~12 KB) for each single-byte kernel call
+// (go test -benchmem: 35 allocations and 118 KB per call at len%8 = 0,
+// 63 and 283 KB at 7), so a tail of 7 bytes makes its call ~2.4x slower.
+// One small object (15 bytes, tail 7) and the subject's shape with a tail
+// of 0 and of 7 bytes; RATIONALE.md, "The outside check's ratio follows
+// the input's length".
+var outsideCheckInputs = []struct{ row, input string }{
+	{"outside-check-small-input", `{"msg":"hello"}`},
+	{"outside-check-64-bytes", `{"query":"weather in Ulm","units":"metric","days":3,"lang":"en"}`},
+	{"outside-check-71-bytes", `{"query":"weather in Copenhagen","units":"metric","days":3,"lang":"en"}`},
+}
 
 // benchOutsideCheck reports outsideCheck's rates and their ratio, once
 // per run whatever b.N (the program measures for a fixed time;

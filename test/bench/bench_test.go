@@ -422,18 +422,16 @@ func BenchmarkRows(b *testing.B) {
 			// would run it: one small program, extism then HTTP; and the
 			// same against the floor under any durable HTTP call
 			// (test/bench/floorserver), and under any that also isolates.
-			for _, c := range []struct {
-				name  string
-				input []byte
-			}{{"outside-check", s.input}, {"outside-check-small-input", smallEchoInput}} {
-				b.Run(c.name, func(b *testing.B) {
+			checks := []struct{ row, input string }{{"outside-check", string(s.input)}}
+			for _, c := range append(checks, outsideCheckInputs...) {
+				b.Run(c.row, func(b *testing.B) {
 					if s.name != "echo" {
 						b.Skip("n/a: the outside comparison is on the echo module")
 					}
 					if srv == nil {
 						srv = startServer(parent, s)
 					}
-					benchOutsideCheck(b, s, c.input, srv.url, srv.token)
+					benchOutsideCheck(b, s, []byte(c.input), srv.url, srv.token)
 				})
 			}
 			// The floors: a server that only answers after a durable
