@@ -103,20 +103,33 @@ const (
 	outsideCheckSeconds = "3"
 )
 
+// floorKind is what test/bench/floorserver does for a call besides the
+// durable record.
+type floorKind int
+
+const (
+	floorPlain    floorKind = iota // nothing: answers with the arguments
+	floorHop                       // a round trip to a child process that runs nothing
+	floorIsolated                  // the module, run in a child process (extism)
+)
+
 // startFloorServer builds and starts test/bench/floorserver (the floor
-// under toolhost-http: HTTP and a durable record per call, nothing else;
-// with a subject, the call also runs its module in a child process) and
-// returns its URL; it is stopped when tb ends.
-func startFloorServer(tb testing.TB, isolated *subject) string {
+// under toolhost-http: HTTP and a durable record per call, and what kind
+// adds; floorIsolated runs s's module) and returns its URL; it is stopped
+// when tb ends.
+func startFloorServer(tb testing.TB, kind floorKind, s *subject) string {
 	tb.Helper()
 	dir := tb.TempDir()
 	args := []string{dir}
-	if isolated != nil {
+	switch kind {
+	case floorHop:
+		args = append(args, "-", "-")
+	case floorIsolated:
 		wasm := filepath.Join(dir, "module.wasm")
-		if err := os.WriteFile(wasm, isolated.wasm, 0o644); err != nil {
+		if err := os.WriteFile(wasm, s.wasm, 0o644); err != nil {
 			tb.Fatal(err)
 		}
-		args = append(args, wasm, isolated.export)
+		args = append(args, wasm, s.export)
 	}
 	cmd := exec.Command(testplugins.Program(tb, "test/bench/floorserver"), args...)
 	stdout, err := cmd.StdoutPipe()
@@ -192,9 +205,10 @@ func benchOutsideCheck(b *testing.B, s *subject, input []byte, url, token string
 	b.ReportMetric(0, "ns/op") // one fixed-time run, not per call
 }
 
-// The outside check's programs work: the floor server, isolated or not,
-// answers the call route after its durable write (isolated: with what the
-// echo module made of the arguments) and refuses a body that is not a call,
+// The outside check's programs work: the floor server, plain, with a hop
+// to a child that runs nothing, or isolated, answers the call route after
+// its durable write (isolated: with what the echo module made of the
+// arguments) and refuses a body that is not a call,
 // and outsidecheck measures it and extism (briefly: a smoke test, not a
 // measurement).
 func TestOutsideCheckRuns(t *testing.T) {
@@ -202,8 +216,8 @@ func TestOutsideCheckRuns(t *testing.T) {
 		t.Skip("builds two programs")
 	}
 	s := echoSubject(t)
-	url := startFloorServer(t, nil)
-	for _, u := range []string{url, startFloorServer(t, s)} {
+	url := startFloorServer(t, floorPlain, s)
+	for _, u := range []string{url, startFloorServer(t, floorHop, s), startFloorServer(t, floorIsolated, s)} {
 		resp, err := http.Post(u+"/v1/tools/echo/call", "application/json", strings.NewReader(`{"arguments":{"a":[1,2]}}`))
 		if err != nil {
 			t.Fatal(err)

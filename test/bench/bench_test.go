@@ -435,24 +435,22 @@ func BenchmarkRows(b *testing.B) {
 				})
 			}
 			// The floors: a server that only answers after a durable
-			// record, and one that also runs the module in a child
-			// process (extism, instance reused) — the floor of any server
-			// that keeps the plugin out of its own process.
+			// record; one that also makes a round trip to a child process
+			// that runs nothing (the process boundary alone); and one
+			// whose child runs the module (extism, instance reused) — the
+			// floors of any server that keeps the plugin out of its own
+			// process.
 			for _, f := range []struct {
-				name     string
-				isolated bool
-			}{{"outside-check-floor", false}, {"outside-check-floor-isolated", true}} {
+				name string
+				kind floorKind
+			}{{"outside-check-floor", floorPlain}, {"outside-check-floor-hop", floorHop}, {"outside-check-floor-isolated", floorIsolated}} {
 				var url string
 				b.Run(f.name, func(b *testing.B) {
 					if s.name != "echo" {
 						b.Skip("n/a: the outside comparison is on the echo module")
 					}
 					if url == "" {
-						var module *subject
-						if f.isolated {
-							module = s
-						}
-						url = startFloorServer(parent, module)
+						url = startFloorServer(parent, f.kind, s)
 					}
 					benchOutsideCheck(b, s, s.input, url, "")
 				})

@@ -81,6 +81,9 @@ func readMsg(r *bufio.Reader) ([]byte, error) {
 // runChild answers messages on stdin with export's output, one instance
 // reused for every call, until stdin ends.
 func runChild(wasmPath, export string) error {
+	if wasmPath == "-" {
+		return echoChild()
+	}
 	wasm, err := os.ReadFile(wasmPath)
 	if err != nil {
 		return err
@@ -105,6 +108,21 @@ func runChild(wasmPath, export string) error {
 			return err
 		}
 		if err := writeMsg(os.Stdout, out); err != nil {
+			return err
+		}
+	}
+}
+
+// echoChild answers messages on stdin with their own bytes, running
+// nothing: the process boundary alone.
+func echoChild() error {
+	r := bufio.NewReader(os.Stdin)
+	for {
+		in, err := readMsg(r)
+		if err != nil {
+			return nil // the server went away
+		}
+		if err := writeMsg(os.Stdout, in); err != nil {
 			return err
 		}
 	}

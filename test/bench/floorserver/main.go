@@ -16,11 +16,13 @@
 // go-sdk — one instance per child, reused, with the children's runtime
 // set as toolhost's workers' (one P, a 48 MiB collection limit) — and
 // answers with its output. The floor under any server that keeps a plugin
-// out of its own process and the call durable, still with no checks.
+// out of its own process and the call durable, still with no checks. With
+// WASM "-" (EXPORT is ignored) the children run nothing and answer with
+// the arguments: the process boundary alone.
 //
 // It prints "serving http://ADDR" once it listens on a loopback port.
 // make bench runs the outside check against it (echo/outside-check-floor,
-// echo/outside-check-floor-isolated).
+// echo/outside-check-floor-hop, echo/outside-check-floor-isolated).
 package main
 
 import (
