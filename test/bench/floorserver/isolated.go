@@ -79,10 +79,11 @@ func readMsg(r *bufio.Reader) ([]byte, error) {
 }
 
 // runChild answers messages on stdin with export's output, one instance
-// reused for every call, until stdin ends.
+// reused for every call, until stdin ends; with wasmPath "-", with the
+// messages themselves, running nothing (the process boundary alone).
 func runChild(wasmPath, export string) error {
 	if wasmPath == "-" {
-		return echoChild()
+		return answer(func(in []byte) ([]byte, error) { return in, nil })
 	}
 	wasm, err := os.ReadFile(wasmPath)
 	if err != nil {
@@ -94,35 +95,29 @@ func runChild(wasmPath, export string) error {
 		return err
 	}
 	defer p.Close(ctx)
-	r := bufio.NewReader(os.Stdin)
-	for {
-		in, err := readMsg(r)
-		if err != nil {
-			return nil // the server went away
-		}
+	return answer(func(in []byte) ([]byte, error) {
 		rc, out, err := p.Call(export, in)
 		if err == nil && rc != 0 {
 			err = fmt.Errorf("%s returned %d", export, rc)
 		}
-		if err != nil {
-			return err
-		}
-		if err := writeMsg(os.Stdout, out); err != nil {
-			return err
-		}
-	}
+		return out, err
+	})
 }
 
-// echoChild answers messages on stdin with their own bytes, running
-// nothing: the process boundary alone.
-func echoChild() error {
+// answer replies to each message on stdin with what call makes of it,
+// until stdin ends.
+func answer(call func([]byte) ([]byte, error)) error {
 	r := bufio.NewReader(os.Stdin)
 	for {
 		in, err := readMsg(r)
 		if err != nil {
 			return nil // the server went away
 		}
-		if err := writeMsg(os.Stdout, in); err != nil {
+		out, err := call(in)
+		if err != nil {
+			return err
+		}
+		if err := writeMsg(os.Stdout, out); err != nil {
 			return err
 		}
 	}
