@@ -11,6 +11,8 @@ import (
 	"github.com/santhosh-tekuri/jsonschema/v6/kind"
 	"golang.org/x/text/language"
 	"golang.org/x/text/message"
+
+	"github.com/toolhost/toolhost/internal/strictjson"
 )
 
 // Schema is a compiled tool parameter schema.
@@ -177,7 +179,7 @@ func (e *ValidationError) Error() string {
 	if e.Field == "" {
 		return "arguments: " + e.Reason
 	}
-	return fmt.Sprintf("argument %q: %s", e.Field, e.Reason)
+	return fmt.Sprintf("argument %q: %s", strictjson.Shown(e.Field), e.Reason)
 }
 
 // Validate checks decoded arguments against the schema.

@@ -311,7 +311,7 @@ func parseCallBody(body []byte) (json.RawMessage, *toolerr.Error) {
 	var args json.RawMessage
 	err := strictjson.Members(body, func(key string, value []byte) error {
 		if key != "arguments" {
-			return shape("unexpected key %q", key)
+			return shape("unexpected key %q", strictjson.Shown(key))
 		}
 		args = value
 		return nil

@@ -220,6 +220,9 @@ func TestCallBody(t *testing.T) {
 		{"arguments an array", `{"arguments":[1]}`, 400, ""},
 		{"arguments a string", `{"arguments":"{}"}`, 400, ""},
 		{"trailing data", `{"arguments":{}} {}`, 400, ""},
+		{"long unknown key", `{"` + strings.Repeat("k", 200_000) + `":{}}`, 400, ""},
+		{"long duplicate key", `{"arguments":{},"` + strings.Repeat("k", 200_000) + `":1,"` + strings.Repeat("k", 200_000) + `":2}`, 400, ""},
+		{"deep arguments", `{"arguments":{"a":` + strings.Repeat("[", 20_000) + `}}`, 400, ""},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -230,6 +233,10 @@ func TestCallBody(t *testing.T) {
 			if tt.wantStatus != 200 {
 				if code := r.errorCode(); code != "invalid_arguments" {
 					t.Errorf("code = %q, want invalid_arguments", code)
+				}
+				// The message quotes what it refuses, bounded.
+				if len(r.body) > 1024 {
+					t.Errorf("the error is %d bytes: %.200s…", len(r.body), r.body)
 				}
 				return
 			}

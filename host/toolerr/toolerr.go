@@ -7,6 +7,8 @@ package toolerr
 import (
 	"errors"
 	"fmt"
+
+	"github.com/toolhost/toolhost/internal/clip"
 )
 
 // Code classifies why a call failed. The values are part of the host API.
@@ -37,9 +39,26 @@ type Error struct {
 
 func (e *Error) Error() string { return string(e.Code) + ": " + e.Message }
 
-// Errorf makes an *Error.
+// Errorf makes an *Error. A message longer than MaxMessageBytes keeps its
+// start and its end (what was wrong, what to do) around what is cut.
 func Errorf(code Code, format string, args ...any) *Error {
-	return &Error{Code: code, Message: fmt.Sprintf(format, args...)}
+	return &Error{Code: code, Message: Bound(fmt.Sprintf(format, args...))}
+}
+
+// MaxMessageBytes bounds the messages Errorf makes. A message quotes what
+// it refuses (a key, a path, a plugin's own error text), which an input can
+// make as long as a request body; the reader is a model or a person.
+const MaxMessageBytes = 2048
+
+// Bound returns msg, or, when it is longer than MaxMessageBytes, its
+// start and end around a note of how much was cut (cut between UTF-8
+// characters).
+func Bound(msg string) string {
+	if len(msg) <= MaxMessageBytes {
+		return msg
+	}
+	start, end, _ := clip.Middle(msg, MaxMessageBytes*3/4, MaxMessageBytes/5)
+	return fmt.Sprintf("%s… (%d bytes cut) …%s", start, len(msg)-len(start)-len(end), end)
 }
 
 // CodeOf returns the code of err when it is an *Error, "" otherwise.

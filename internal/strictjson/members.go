@@ -45,7 +45,7 @@ func Members(data []byte, fn func(key string, value []byte) error) error {
 			return err
 		}
 		if seen[key] {
-			return errorf(ErrInvalid, "duplicate key %q in $", key)
+			return errorf(ErrInvalid, "duplicate key %q in $", Shown(key))
 		}
 		if seen == nil {
 			seen = map[string]bool{}

@@ -66,12 +66,12 @@ func (s *scanner) where() string {
 		case !seg.isKey:
 			fmt.Fprintf(&b, "[%d]", seg.index)
 		case seg.raw != nil:
-			fmt.Fprintf(&b, ".%s", seg.raw)
+			fmt.Fprintf(&b, ".%s", Shown(string(seg.raw)))
 		default:
-			fmt.Fprintf(&b, ".%s", seg.key)
+			fmt.Fprintf(&b, ".%s", Shown(seg.key))
 		}
 	}
-	return b.String()
+	return Shown(b.String())
 }
 
 func (s *scanner) count(depth int) {
@@ -166,7 +166,7 @@ func (s *scanner) object(depth int) (any, error) {
 			// Duplicates are compared by what the keys say, not how they
 			// are spelled.
 			if _, dup := obj[key]; dup {
-				return nil, errorf(ErrInvalid, "duplicate key %q in %s", key, s.where())
+				return nil, errorf(ErrInvalid, "duplicate key %q in %s", Shown(key), s.where())
 			}
 			seg.key = key
 		} else {

@@ -16,6 +16,8 @@ import (
 	"strconv"
 	"strings"
 	"unicode/utf8"
+
+	"github.com/toolhost/toolhost/internal/clip"
 )
 
 // ErrInvalid is wrapped by every error Decode returns for a bad document.
@@ -34,6 +36,21 @@ func (e *Error) Unwrap() error { return e.Kind }
 
 func errorf(kind error, format string, args ...any) error {
 	return &Error{Kind: kind, Detail: fmt.Sprintf(format, args...)}
+}
+
+// maxShown bounds how much of a path or a key an error shows. A document
+// may hold a key of a megabyte or nest thousands of levels deep; the error
+// is for a person or a model to read, and names where, not everything.
+const maxShown = 160
+
+// Shown returns s, or, when it is longer than maxShown bytes, its start
+// and its end around "…" (cut between UTF-8 characters).
+func Shown(s string) string {
+	if len(s) <= maxShown {
+		return s
+	}
+	start, end, _ := clip.Middle(s, maxShown*2/3, maxShown/3)
+	return start + "…" + end
 }
 
 // Detail is what was wrong with the document err refused, without the
@@ -141,14 +158,14 @@ func (c *checker) value(shape Shape, path string, depth int) error {
 	tok, err := c.dec.Token()
 	if err != nil {
 		if err == io.EOF {
-			return errorf(ErrInvalid, "document ends early at %s", path)
+			return errorf(ErrInvalid, "document ends early at %s", Shown(path))
 		}
-		return errorf(ErrInvalid, "%v (at %s)", err, path)
+		return errorf(ErrInvalid, "%v (at %s)", err, Shown(path))
 	}
 	// depth counts the objects and arrays around this value; only opening
 	// another one can exceed the bound.
 	if _, open := tok.(json.Delim); open && depth >= MaxDepth {
-		return errorf(ErrInvalid, "nested deeper than %d levels at %s", MaxDepth, path)
+		return errorf(ErrInvalid, "nested deeper than %d levels at %s", MaxDepth, Shown(path))
 	}
 	switch tok {
 	case json.Delim('{'):
@@ -158,7 +175,7 @@ func (c *checker) value(shape Shape, path string, depth int) error {
 		if a, ok := shape.(ArrayOf); ok {
 			elem = a.Elem
 		} else if _, ok := shape.(Any); !ok {
-			return errorf(ErrInvalid, "%s must not be an array", path)
+			return errorf(ErrInvalid, "%s must not be an array", Shown(path))
 		}
 		for i := 0; c.dec.More(); i++ {
 			if err := c.value(elem, fmt.Sprintf("%s[%d]", path, i), depth+1); err != nil {
@@ -171,7 +188,7 @@ func (c *checker) value(shape Shape, path string, depth int) error {
 		_, isObj := shape.(Object)
 		_, isMap := shape.(MapOf)
 		if (isObj || isMap) && tok != nil {
-			return errorf(ErrInvalid, "%s must be an object", path)
+			return errorf(ErrInvalid, "%s must be an object", Shown(path))
 		}
 		return nil
 	}
@@ -180,7 +197,7 @@ func (c *checker) value(shape Shape, path string, depth int) error {
 func (c *checker) object(shape Shape, path string, depth int) error {
 	fields, exact := shape.(Object)
 	if _, ok := shape.(ArrayOf); ok {
-		return errorf(ErrInvalid, "%s must be an array", path)
+		return errorf(ErrInvalid, "%s must be an array", Shown(path))
 	}
 	seen := map[string]bool{}
 	for c.dec.More() {
@@ -190,7 +207,7 @@ func (c *checker) object(shape Shape, path string, depth int) error {
 		}
 		key, _ := tok.(string)
 		if seen[key] {
-			return errorf(ErrInvalid, "duplicate key %q in %s", key, path)
+			return errorf(ErrInvalid, "duplicate key %q in %s", Shown(key), Shown(path))
 		}
 		seen[key] = true
 		child := Shape(Any{})
@@ -215,15 +232,15 @@ func (c *checker) object(shape Shape, path string, depth int) error {
 func unknownKey(fields Object, key, path string) error {
 	for k := range fields {
 		if strings.EqualFold(k, key) {
-			return errorf(ErrInvalid, "key %q in %s differs from %q only in case: keys are case-sensitive", key, path, k)
+			return errorf(ErrInvalid, "key %q in %s differs from %q only in case: keys are case-sensitive", Shown(key), Shown(path), k)
 		}
 	}
-	return errorf(ErrInvalid, "unknown key %q in %s", key, path)
+	return errorf(ErrInvalid, "unknown key %q in %s", Shown(key), Shown(path))
 }
 
 func wrapSyntax(err error, path string) error {
 	if err == nil {
 		return nil
 	}
-	return errorf(ErrInvalid, "%v (at %s)", err, path)
+	return errorf(ErrInvalid, "%v (at %s)", err, Shown(path))
 }

@@ -273,3 +273,59 @@ func TestDetail(t *testing.T) {
 		t.Errorf("Detail of another error: %q", got)
 	}
 }
+
+// TestErrorsShowBoundedPaths: whatever a refused document holds — a key
+// of 100 KB, a path thousands of levels deep — the error names where with
+// a bounded start and end of it, never the whole.
+func TestErrorsShowBoundedPaths(t *testing.T) {
+	long := strings.Repeat("k", 100_000)
+	deep := strings.Repeat(`{"b":`, 5_000) + "1" + strings.Repeat("}", 5_000)
+	errs := map[string]error{}
+	_, errs["Parse: duplicate long key"] = Parse([]byte(`{"`+long+`":1,"`+long+`":2}`), ValueLimits{})
+	_, errs["Parse: bad number under a long key"] = Parse([]byte(`{"`+long+`":1e99999}`), ValueLimits{})
+	_, errs["Parse: syntax under a long key"] = Parse([]byte(`{"`+long+`":[1,}`), ValueLimits{})
+	_, errs["Parse: too deep"] = Parse([]byte(`{"a":`+deep+`}`), ValueLimits{MaxDepth: 20_000})
+	_, errs["Parse: depth bound"] = Parse([]byte(`{"a":`+deep+`}`), ValueLimits{MaxDepth: 4_000})
+	errs["Members: duplicate long key"] = Members([]byte(`{"`+long+`":1,"`+long+`":2}`), func(string, []byte) error { return nil })
+	errs["Members: too deep"] = Members([]byte(`{"a":`+strings.Repeat("[", 20_000)+`}`), func(string, []byte) error { return nil })
+	errs["Check: unknown long key"] = Check([]byte(`{"`+long+`":1}`), testShape)
+	errs["Check: case-variant long key"] = Check([]byte(`{"free":{"`+long+`":[1,}}`), testShape)
+	errs["Check: too deep"] = Check([]byte(`{"free":`+deep+`}`), testShape)
+	for name, err := range errs {
+		if name == "Parse: too deep" {
+			if err == nil {
+				continue // 5,000 levels are within the 20,000 asked for
+			}
+		}
+		if err == nil {
+			t.Errorf("%s: accepted", name)
+			continue
+		}
+		d := Detail(err)
+		if len(d) > 4*maxShown || !utf8.ValidString(d) {
+			t.Errorf("%s: %d bytes (valid UTF-8: %v): %.300s…", name, len(d), utf8.ValidString(d), d)
+		}
+	}
+}
+
+func TestShown(t *testing.T) {
+	if got := Shown("$.a.b"); got != "$.a.b" {
+		t.Errorf("a short path: %q", got)
+	}
+	for _, s := range []string{strings.Repeat("k", 1000), strings.Repeat("é", 500), strings.Repeat("日本", 300) + "x", "$" + strings.Repeat("[0]", 3000)} {
+		got := Shown(s)
+		if len(got) > maxShown+len("…") || !utf8.ValidString(got) || !strings.Contains(got, "…") {
+			t.Errorf("Shown(%d bytes) = %d bytes %q", len(s), len(got), got)
+		}
+		head, tail, _ := strings.Cut(got, "…")
+		if !strings.HasPrefix(s, head) || !strings.HasSuffix(s, tail) || head == "" || tail == "" {
+			t.Errorf("Shown(%.20q…) = %q: not the start and the end", s, got)
+		}
+	}
+}
+
+func TestShownKeepsWhatFits(t *testing.T) {
+	if s := strings.Repeat("k", maxShown); Shown(s) != s {
+		t.Errorf("a key of exactly maxShown bytes was cut")
+	}
+}
