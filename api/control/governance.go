@@ -1,8 +1,10 @@
 package control
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -144,8 +146,15 @@ type DecisionRequest struct {
 
 // ParseDecision checks a decision request.
 func ParseDecision(body io.Reader) (approve bool, reason string, err error) {
+	data, err := io.ReadAll(io.LimitReader(body, maxDecisionBytes+1))
+	if err != nil {
+		return false, "", fmt.Errorf("%w: cannot read the decision: %v", errBadRequest, err)
+	}
+	if len(data) > maxDecisionBytes {
+		return false, "", fmt.Errorf("%w: the decision is larger than %d KiB; give a shorter reason", ErrDecisionTooLarge, maxDecisionBytes>>10)
+	}
 	var d DecisionRequest
-	dec := json.NewDecoder(io.LimitReader(body, 64<<10))
+	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&d); err != nil {
 		return false, "", fmt.Errorf(`%w: the body must be {"decision":"approve"|"deny","reason":"…"}: %v`, errBadRequest, err)
@@ -160,6 +169,13 @@ func ParseDecision(body io.Reader) (approve bool, reason string, err error) {
 }
 
 var errBadRequest = fmt.Errorf("bad request")
+
+// maxDecisionBytes bounds a decision's body (its reason, mostly).
+const maxDecisionBytes = 64 << 10
+
+// ErrDecisionTooLarge is wrapped by ParseDecision's error for a body over
+// its bound.
+var ErrDecisionTooLarge = errors.New("payload too large")
 
 // handleGovernance adds the governance routes to mux.
 func handleGovernance(mux *http.ServeMux, g Governance, reply func(http.ResponseWriter, any, error)) {

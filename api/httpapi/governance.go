@@ -26,9 +26,13 @@ func (a *API) governanceRoutes(authed func(string, http.Handler)) {
 			writeJSON(w, http.StatusOK, map[string]any{"approvals": a.opts.Approvals.List()})
 		}))
 		authed("POST /v1/approvals/{id}", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			approve, reason, err := control.ParseDecision(http.MaxBytesReader(w, r.Body, 64<<10))
+			approve, reason, err := control.ParseDecision(r.Body)
 			if err != nil {
-				writeError(w, toolerr.Errorf(CodeInvalidRequest, "%v", err))
+				code := CodeInvalidRequest
+				if errors.Is(err, control.ErrDecisionTooLarge) {
+					code = CodePayloadTooLarge
+				}
+				writeError(w, toolerr.Errorf(code, "%v", err))
 				return
 			}
 			if err := a.opts.Approvals.Decide(r.PathValue("id"), approve, reason); err != nil {

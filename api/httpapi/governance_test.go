@@ -134,6 +134,14 @@ func TestGovernanceEndToEnd(t *testing.T) {
 	if r := do(t, srv, "POST", "/v1/approvals/"+p.ID, `{"decision":"approve"}`, ""); r.status != 404 {
 		t.Fatalf("deciding twice: %d %s", r.status, r.body)
 	}
+	// A decision too large is 413 and says so (not "unexpected EOF"); an
+	// unknown key of 100 KB is 400 with a bounded message.
+	if r := do(t, srv, "POST", "/v1/approvals/x", `{"decision":"deny","reason":"`+strings.Repeat("r", 100_000)+`"}`, ""); r.status != 413 || r.errorCode() != "payload_too_large" || !strings.Contains(string(r.body), "shorter reason") {
+		t.Errorf("a 100 KB reason: %d %.300s", r.status, r.body)
+	}
+	if r := do(t, srv, "POST", "/v1/approvals/x", `{"decision":"deny","`+strings.Repeat("k", 60_000)+`":1}`, ""); r.status != 400 || len(r.body) > 4096 {
+		t.Errorf("a 60 KB unknown key: %d, %d bytes: %.300s", r.status, len(r.body), r.body)
+	}
 	// A wrong method on a governance route is 405 with Allow, like the
 	// other routes, not "no route".
 	for _, c := range []struct{ method, path, allow string }{

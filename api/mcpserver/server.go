@@ -27,6 +27,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/toolhost/toolhost/host"
@@ -106,10 +107,28 @@ func New(b Backend, version string, opts ...Option) *Server {
 			Logging: &mcp.LoggingCapabilities{},
 		},
 	})
-	s.mcp.AddReceivingMiddleware(s.trackLevels)
+	s.mcp.AddReceivingMiddleware(s.trackLevels, boundErrors)
 	changed := s.sync()
 	go s.watch(changed)
 	return s
+}
+
+// boundErrors bounds the message of every JSON-RPC error a method
+// answers with, as toolerr.Errorf bounds the host's: the SDK quotes what it
+// refuses (an unknown tool's name, for one), which a request can make as
+// long as its body.
+func boundErrors(next mcp.MethodHandler) mcp.MethodHandler {
+	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+		res, err := next(ctx, method, req)
+		if err == nil || len(err.Error()) <= toolerr.MaxMessageBytes {
+			return res, err
+		}
+		var we *jsonrpc.Error
+		if errors.As(err, &we) {
+			return res, &jsonrpc.Error{Code: we.Code, Message: toolerr.Bound(we.Message), Data: we.Data}
+		}
+		return res, errors.New(toolerr.Bound(err.Error()))
+	}
 }
 
 // pluginOf names the plugin of a served tool.

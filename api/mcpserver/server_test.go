@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/toolhost/toolhost/host"
@@ -208,6 +209,24 @@ func TestArgumentsPassThroughToHostValidation(t *testing.T) {
 	}
 	if !sameJSON(t, json.RawMessage(b.argsOf("echo")), `{"text":42,"extra":true}`) {
 		t.Errorf("backend got %s", b.argsOf("echo"))
+	}
+}
+
+// An error the SDK answers with quotes what it refuses, bounded: a
+// request for a tool with a 100 KB name gets a JSON-RPC error of at most
+// toolerr.MaxMessageBytes, with the start and end of the name.
+func TestErrorsAreBounded(t *testing.T) {
+	s := New(newFake(tool("echo", echoSchema)), "dev")
+	defer s.Close()
+	cs := connectIO(t, s, nil)
+	name := "n" + strings.Repeat("x", 100_000) + "z"
+	_, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: name})
+	var we *jsonrpc.Error
+	if !errors.As(err, &we) {
+		t.Fatalf("CallTool(unknown tool) = %v (%T), want a JSON-RPC error", err, err)
+	}
+	if len(we.Message) > toolerr.MaxMessageBytes+64 || !strings.Contains(we.Message, `unknown tool "nxxx`) || !strings.Contains(we.Message, `xxz"`) || !strings.Contains(we.Message, "bytes cut") {
+		t.Errorf("error message of %d bytes: %.120q…", len(we.Message), we.Message)
 	}
 }
 
