@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"sync"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -46,6 +47,7 @@ func (t *lineTransport) Connect(context.Context) (mcp.Connection, error) {
 		incoming: make(chan readResult),
 		closed:   make(chan struct{}),
 		inFlight: map[jsonrpc.ID]bool{},
+		answered: make(chan struct{}, 1),
 	}
 	go c.readLoop(bufio.NewReaderSize(t.r, 64<<10), t.maxLine)
 	return c, nil
@@ -72,6 +74,9 @@ type lineConn struct {
 	// the SDK is running.
 	mu       sync.Mutex
 	inFlight map[jsonrpc.ID]bool
+	// answered gets a token (buffered, one) after each response, for
+	// waitAnswered.
+	answered chan struct{}
 }
 
 func (c *lineConn) SessionID() string { return "" }
@@ -96,6 +101,10 @@ func (c *lineConn) Write(ctx context.Context, msg jsonrpc.Message) error {
 		cancelled := c.inFlight[resp.ID]
 		delete(c.inFlight, resp.ID)
 		c.mu.Unlock()
+		select {
+		case c.answered <- struct{}{}:
+		default:
+		}
 		if cancelled {
 			return nil
 		}
@@ -143,7 +152,40 @@ func (c *lineConn) readLoop(r *bufio.Reader, maxLine int) {
 			}
 		}
 		if err != nil {
+			// The SDK ends the session once Read reports the end of the
+			// input, and answers not written by then are lost; so a
+			// client that writes its requests and closes its end
+			// (`printf … | toolhost mcp`) gets every answer first.
+			c.waitAnswered(endOfInputWait)
 			c.deliver(readResult{err: err})
+			return
+		}
+	}
+}
+
+// endOfInputWait bounds how long the end of the input waits for the
+// answers to the requests read before it: longer than a call's deadline
+// and the default approval timeout, so that only an answer that never
+// comes is given up.
+const endOfInputWait = 5 * time.Minute
+
+// waitAnswered returns once every request read has been answered, the
+// connection is closed, or max has passed.
+func (c *lineConn) waitAnswered(max time.Duration) {
+	timeout := time.NewTimer(max)
+	defer timeout.Stop()
+	for {
+		c.mu.Lock()
+		n := len(c.inFlight)
+		c.mu.Unlock()
+		if n == 0 {
+			return
+		}
+		select {
+		case <-c.answered:
+		case <-c.closed:
+			return
+		case <-timeout.C:
 			return
 		}
 	}

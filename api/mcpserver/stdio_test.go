@@ -10,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+
 	"github.com/toolhost/toolhost/host"
 )
 
@@ -234,8 +236,11 @@ func FuzzLineConn(f *testing.F) {
 			if msg == nil {
 				t.Fatal("Read returned neither a message nor an error")
 			}
-			// Answer calls so that cancellation bookkeeping runs too.
-			_ = conn.Write(context.Background(), msg)
+			// Answer calls so that cancellation bookkeeping runs too (and
+			// the end of the input, which waits for the answers, comes).
+			if req, ok := msg.(*jsonrpc.Request); ok && req.IsCall() {
+				_ = conn.Write(context.Background(), &jsonrpc.Response{ID: req.ID, Result: json.RawMessage(`{}`)})
+			}
 		}
 		conn.Close()
 		for _, line := range strings.Split(strings.TrimSuffix(out.String(), "\n"), "\n") {
@@ -249,3 +254,42 @@ func FuzzLineConn(f *testing.F) {
 type nopWriteCloser struct{ io.Writer }
 
 func (nopWriteCloser) Close() error { return nil }
+
+// A client that writes its requests and closes its end (`printf … |
+// toolhost mcp`) reads every answer before the server's output ends, even
+// those of calls still running when the input ended.
+func TestStdioAnswersBeforeEndOfInput(t *testing.T) {
+	b := newFake(tool("echo", echoSchema))
+	b.answer("echo", func([]byte) (json.RawMessage, error) {
+		time.Sleep(300 * time.Millisecond)
+		return json.RawMessage(`{"echo":true}`), nil
+	})
+	s := New(b, "dev")
+	defer s.Close()
+	in := strings.Join([]string{
+		`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"pipe","version":"0"}}}`,
+		`{"jsonrpc":"2.0","method":"notifications/initialized"}`,
+		`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"echo","arguments":{"text":"hi"}}}`,
+		`{"jsonrpc":"2.0","id":3,"method":"tools/list"}`,
+		`{"jsonrpc":"2.0","id":4,"method":"initialize"}`,
+	}, "\n") + "\n"
+	var out strings.Builder
+	if err := s.Run(context.Background(), io.NopCloser(strings.NewReader(in)), nopWriteCloser{&out}); err != nil {
+		t.Logf("Run: %v", err)
+	}
+	answered := map[float64]bool{}
+	for _, line := range strings.Split(strings.TrimSpace(out.String()), "\n") {
+		var m map[string]any
+		if err := json.Unmarshal([]byte(line), &m); err != nil {
+			t.Fatalf("server wrote %q: %v", line, err)
+		}
+		if id, ok := m["id"].(float64); ok {
+			answered[id] = true
+		}
+	}
+	for _, id := range []float64{1, 2, 3, 4} {
+		if !answered[id] {
+			t.Errorf("request %v was not answered before the output ended; the server wrote:\n%s", id, out.String())
+		}
+	}
+}
