@@ -30,7 +30,10 @@ import (
 //     it, and gets -32600 with id null (its id is past what we read);
 //   - a request named in notifications/cancelled while it runs gets no
 //     response at all, as the spec asks ("receivers … SHOULD NOT send a
-//     response for the cancelled request"); the SDK cancels its context.
+//     response for the cancelled request"); the SDK cancels its context;
+//   - the end of the input ends the session only once every request read
+//     before it has been answered (or cancelled), so that a client that
+//     writes its requests and closes its end reads every answer.
 //
 // Batches are refused: MCP removed them in 2025-06-18, and answering one
 // needs the batch bookkeeping the SDK keeps private.

@@ -293,3 +293,41 @@ func TestStdioAnswersBeforeEndOfInput(t *testing.T) {
 		}
 	}
 }
+
+// A request the client cancelled is answered by no one, so the end of the
+// input does not wait for it.
+func TestStdioEndOfInputAfterCancel(t *testing.T) {
+	b := newFake(tool("slow", `{"type":"object"}`))
+	b.answerCtx("slow", func(ctx context.Context, _ []byte) (json.RawMessage, error) {
+		select {
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-time.After(20 * time.Second):
+			return json.RawMessage(`"finished anyway"`), nil
+		}
+	})
+	s := New(b, "dev")
+	defer s.Close()
+	sr, cw := io.Pipe()
+	var out strings.Builder
+	done := make(chan error, 1)
+	go func() { done <- s.Run(context.Background(), sr, nopWriteCloser{&out}) }()
+	for _, line := range []string{
+		`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"pipe","version":"0"}}}`,
+		`{"jsonrpc":"2.0","method":"notifications/initialized"}`,
+		`{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"slow","arguments":{}}}`,
+	} {
+		io.WriteString(cw, line+"\n")
+	}
+	time.Sleep(200 * time.Millisecond) // the call is running
+	io.WriteString(cw, `{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":7}}`+"\n")
+	cw.Close()
+	select {
+	case <-done:
+	case <-time.After(10 * time.Second):
+		t.Fatalf("Run did not end within 10s of the input's end after the only call was cancelled; wrote:\n%s", out.String())
+	}
+	if strings.Contains(out.String(), `"id":7`) {
+		t.Errorf("the cancelled call was answered:\n%s", out.String())
+	}
+}
