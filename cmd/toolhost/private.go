@@ -48,6 +48,9 @@ func (g *globalOptions) checkHome() error {
 	if err := checkPrivate(g.home, "the toolhost home"); err != nil {
 		return err
 	}
+	if fi, err := os.Stat(g.home); err == nil && !fi.IsDir() {
+		return fmt.Errorf("the toolhost home %s is not a directory; point --home or TOOLHOST_HOME at a directory (toolhost makes it if it does not exist)", g.home)
+	}
 	if err := checkPrivate(filepath.Join(g.home, "store"), "the store directory"); err != nil {
 		return err
 	}
