@@ -85,7 +85,12 @@ func (a *API) listAudit(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	defer file.Close()
-	recs, err := audit.List(file, f)
+	st, err := file.Stat()
+	if err != nil {
+		writeError(w, toolerr.Errorf(toolerr.CodeInternal, "cannot read the audit log: %v", err))
+		return
+	}
+	recs, err := audit.Recent(file, st.Size(), f)
 	if err != nil {
 		writeError(w, toolerr.Errorf(toolerr.CodeInternal, "the audit log does not read (run `toolhost audit verify`): %v", err))
 		return

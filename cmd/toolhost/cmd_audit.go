@@ -44,6 +44,24 @@ func (g *globalOptions) openAuditFile() (io.ReadCloser, error) {
 	return f, err
 }
 
+// recentAudit lists the audit records that match filter, reading the log
+// from its end (audit.Recent); none when there is no log yet.
+func (g *globalOptions) recentAudit(filter audit.Filter) ([]audit.Record, error) {
+	f, err := os.Open(g.auditPath())
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		return nil, err
+	}
+	return audit.Recent(f, st.Size(), filter)
+}
+
 func newAuditListCmd(g *globalOptions) *cobra.Command {
 	var (
 		asJSON bool
@@ -59,16 +77,11 @@ func newAuditListCmd(g *globalOptions) *cobra.Command {
 			if since < 0 {
 				return usagef("--since %s: give a positive duration such as 30m or 24h", since)
 			}
-			f, err := g.openAuditFile()
-			if err != nil {
-				return err
-			}
-			defer f.Close()
 			filter := audit.Filter{Tool: tool}
 			if since > 0 {
 				filter.Since = time.Now().Add(-since)
 			}
-			recs, err := audit.List(f, filter)
+			recs, err := g.recentAudit(filter)
 			if err != nil {
 				return fmt.Errorf("%s: %w", g.auditPath(), err)
 			}

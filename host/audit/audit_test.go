@@ -42,6 +42,13 @@ func writeLog(t *testing.T, n int) (string, [][]byte) {
 			t.Fatal(err)
 		}
 	}
+	lines := bytes.SplitAfter(closeAndRead(t, l, path), []byte("\n"))
+	return path, lines[:len(lines)-1]
+}
+
+// closeAndRead closes l and returns the bytes of its file, path.
+func closeAndRead(t *testing.T, l *Log, path string) []byte {
+	t.Helper()
 	if err := l.Close(); err != nil {
 		t.Fatal(err)
 	}
@@ -49,8 +56,7 @@ func writeLog(t *testing.T, n int) (string, [][]byte) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	lines := bytes.SplitAfter(data, []byte("\n"))
-	return path, lines[:len(lines)-1]
+	return data
 }
 
 func verifyBytes(data []byte, head string) error {

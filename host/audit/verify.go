@@ -132,9 +132,9 @@ type Filter struct {
 	Limit int       // at most this many, the newest; 0 for all
 }
 
-// List reads the records of r that match f, oldest first. It does not
-// verify the chain (Verify does); a line that does not parse is an error
-// naming it.
+// List reads the records of r that match f, oldest first, reading all of
+// r (Recent reads a file from its end). It does not verify the chain
+// (Verify does); a line that does not parse is an error naming it.
 func List(r io.Reader, f Filter) ([]Record, error) {
 	var out []Record
 	err := scan(r, func(n int, line []byte) error {
@@ -142,7 +142,7 @@ func List(r io.Reader, f Filter) ([]Record, error) {
 		if err := json.Unmarshal(line, &rec); err != nil {
 			return &BadRecordError{Line: n, Reason: "not a JSON record: " + err.Error()}
 		}
-		if (!f.Since.IsZero() && rec.Time.Before(f.Since)) || (f.Tool != "" && rec.Tool != f.Tool) {
+		if !f.match(rec) {
 			return nil
 		}
 		out = append(out, rec)
