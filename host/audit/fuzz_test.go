@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"errors"
 	"os"
+	"reflect"
+	"sort"
 	"testing"
 	"time"
 )
@@ -88,6 +90,41 @@ func FuzzEncodeMatchesJSON(f *testing.F) {
 		}
 		if !bytes.Equal(got, want) {
 			t.Fatalf("appendRecord wrote\n%s\nencoding/json\n%s", got, want)
+		}
+	})
+}
+
+// FuzzRecent: reading a log from its end never panics, and on a log that
+// List reads whole and whose records are in time order it finds what List
+// finds, whatever the since, the limit and where chunks cut the lines.
+func FuzzRecent(f *testing.F) {
+	l, _ := Open(f.TempDir() + "/" + FileName)
+	for i := range 5 {
+		l.Append(Record{Kind: KindCall, Tool: string(rune('a' + i%2)), Outcome: "ok"})
+	}
+	l.Close()
+	seed, _ := readAll(l.Path())
+	f.Add(seed, uint16(7), uint8(2), uint8(0))
+	f.Add([]byte("{\"seq\":1}\n{not json\n"), uint16(3), uint8(0), uint8(1))
+	f.Add([]byte("\n\n{\"time\":\"2026-01-01T00:00:00Z\"}"), uint16(1), uint8(9), uint8(3))
+	f.Fuzz(func(t *testing.T, data []byte, chunk uint16, skip, limit uint8) {
+		c := int(chunk%1024) + 64 // tiny chunks cost O(line²/chunk); TestRecentMatchesList has them
+		_, _ = recent(bytes.NewReader(data), int64(len(data)), Filter{}, c)
+		all, err := List(bytes.NewReader(data), Filter{})
+		if err != nil || !sort.SliceIsSorted(all, func(i, j int) bool { return all[i].Time.Before(all[j].Time) }) {
+			return
+		}
+		filt := Filter{Limit: int(limit % 8), Tool: "a"}
+		if limit%2 == 0 {
+			filt.Tool = ""
+		}
+		if n := int(skip); n < len(all) {
+			filt.Since = all[n].Time
+		}
+		want, _ := List(bytes.NewReader(data), filt)
+		got, err := recent(bytes.NewReader(data), int64(len(data)), filt, c)
+		if err != nil || len(got) != len(want) || (len(want) > 0 && !reflect.DeepEqual(got, want)) {
+			t.Fatalf("%+v, chunk %d: Recent %d records (%v), List %d", filt, c, len(got), err, len(want))
 		}
 	})
 }
