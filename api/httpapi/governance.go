@@ -3,7 +3,6 @@ package httpapi
 import (
 	"errors"
 	"net/http"
-	"os"
 	"time"
 
 	"github.com/toolhost/toolhost/api/control"
@@ -75,24 +74,9 @@ func (a *API) listAudit(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
-	file, err := os.Open(a.opts.AuditFile)
-	if errors.Is(err, os.ErrNotExist) {
-		writeJSON(w, http.StatusOK, map[string]any{"records": []audit.Record{}})
-		return
-	}
+	recs, err := audit.RecentFile(a.opts.AuditFile, f)
 	if err != nil {
-		writeError(w, toolerr.Errorf(toolerr.CodeInternal, "cannot read the audit log: %v", err))
-		return
-	}
-	defer file.Close()
-	st, err := file.Stat()
-	if err != nil {
-		writeError(w, toolerr.Errorf(toolerr.CodeInternal, "cannot read the audit log: %v", err))
-		return
-	}
-	recs, err := audit.Recent(file, st.Size(), f)
-	if err != nil {
-		writeError(w, toolerr.Errorf(toolerr.CodeInternal, "the audit log does not read (run `toolhost audit verify`): %v", err))
+		writeError(w, toolerr.Errorf(toolerr.CodeInternal, "the audit log does not read: %v", err))
 		return
 	}
 	if recs == nil {

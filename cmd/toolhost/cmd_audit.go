@@ -44,24 +44,6 @@ func (g *globalOptions) openAuditFile() (io.ReadCloser, error) {
 	return f, err
 }
 
-// recentAudit lists the audit records that match filter, reading the log
-// from its end (audit.Recent); none when there is no log yet.
-func (g *globalOptions) recentAudit(filter audit.Filter) ([]audit.Record, error) {
-	f, err := os.Open(g.auditPath())
-	if errors.Is(err, os.ErrNotExist) {
-		return nil, nil
-	}
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	st, err := f.Stat()
-	if err != nil {
-		return nil, err
-	}
-	return audit.Recent(f, st.Size(), filter)
-}
-
 func newAuditListCmd(g *globalOptions) *cobra.Command {
 	var (
 		asJSON bool
@@ -81,7 +63,7 @@ func newAuditListCmd(g *globalOptions) *cobra.Command {
 			if since > 0 {
 				filter.Since = time.Now().Add(-since)
 			}
-			recs, err := g.recentAudit(filter)
+			recs, err := audit.RecentFile(g.auditPath(), filter)
 			if err != nil {
 				return fmt.Errorf("%s: %w", g.auditPath(), err)
 			}

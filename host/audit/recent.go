@@ -3,8 +3,10 @@ package audit
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
+	"os"
 	"time"
 )
 
@@ -27,6 +29,24 @@ func Recent(r io.ReaderAt, size int64, filt Filter) ([]Record, error) {
 	return recent(r, size, filt, recentChunk)
 }
 
+// RecentFile is Recent on the log at path; a log not made yet has no
+// records.
+func RecentFile(path string, filt Filter) ([]Record, error) {
+	f, err := os.Open(path)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		return nil, err
+	}
+	return Recent(f, st.Size(), filt)
+}
+
 func recent(r io.ReaderAt, size int64, filt Filter, chunk int) ([]Record, error) {
 	var (
 		out   []Record // newest first
@@ -43,7 +63,7 @@ func recent(r io.ReaderAt, size int64, filt Filter, chunk int) ([]Record, error)
 		back++
 		var rec Record
 		if err := json.Unmarshal(line, &rec); err != nil {
-			return true, fmt.Errorf("audit log broken %d lines before its end: not a JSON record: %v", back, err)
+			return true, fmt.Errorf("audit log broken %d lines before its end: not a JSON record: %v; `toolhost audit verify` names the damaged line", back, err)
 		}
 		if !stop.IsZero() && rec.Time.Before(stop) {
 			return true, nil
@@ -95,7 +115,7 @@ func recent(r io.ReaderAt, size int64, filt Filter, chunk int) ([]Record, error)
 		}
 		carry = append(carry[:0:0], data[:end]...)
 		if len(carry) > MaxLineBytes+1 {
-			return nil, fmt.Errorf("audit log broken %d lines before its end: a line longer than %d bytes", back+1, MaxLineBytes)
+			return nil, fmt.Errorf("audit log broken %d lines before its end: a line longer than %d bytes; `toolhost audit verify` names the damaged line", back+1, MaxLineBytes)
 		}
 	}
 	return reverse(out), nil

@@ -85,7 +85,7 @@ func TestRecentReadsTheTail(t *testing.T) {
 	}
 	// All of it reaches the damaged record, and names where it is.
 	_, err = Recent(bytes.NewReader(damaged), int64(len(damaged)), Filter{})
-	if err == nil || !strings.Contains(err.Error(), "290 lines before its end: not a JSON record") {
+	if err == nil || !strings.Contains(err.Error(), "290 lines before its end: not a JSON record") || !strings.Contains(err.Error(), "toolhost audit verify") {
 		t.Fatalf("the whole damaged log: %v", err)
 	}
 }
@@ -104,5 +104,17 @@ func TestRecentToleratesAClockStepBack(t *testing.T) {
 	got, err := Recent(bytes.NewReader(data), int64(len(data)), f)
 	if err != nil || !reflect.DeepEqual(got, want) || len(want) == 0 {
 		t.Fatalf("Recent %d records (%v), List %d", len(got), err, len(want))
+	}
+}
+
+// RecentFile reads the log at a path; a log not made yet has no records.
+func TestRecentFile(t *testing.T) {
+	if recs, err := RecentFile(filepath.Join(t.TempDir(), "none.jsonl"), Filter{}); recs != nil || err != nil {
+		t.Fatalf("a missing log: %v, %v", recs, err)
+	}
+	path, _ := writeLog(t, 4)
+	recs, err := RecentFile(path, Filter{Limit: 2})
+	if err != nil || len(recs) != 2 || recs[1].Seq != 4 {
+		t.Fatalf("the last 2 of 4: %+v, %v", recs, err)
 	}
 }
