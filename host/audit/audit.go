@@ -29,9 +29,11 @@ import (
 	"io"
 	"os"
 	"regexp"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
+	"unicode/utf8"
 
 	"golang.org/x/sys/unix"
 
@@ -130,9 +132,37 @@ func ParseLine(line []byte) (Record, error) {
 
 func truncate(s string) string {
 	if len(s) > 80 {
-		return s[:80] + "…"
+		n := 80
+		for n > 0 && !utf8.RuneStart(s[n]) {
+			n--
+		}
+		return s[:n] + "…"
 	}
 	return s
+}
+
+// validStrings replaces each run of invalid UTF-8 in r's strings with
+// U+FFFD. Those strings come from outside (a tool name in a URL, a
+// plugin's error message), and the line must read back as written:
+// encoding/json writes an invalid byte as the escape \ufffd, which parses
+// to U+FFFD, which encodes as itself — a line whose hash verification
+// could never match (TestAnyBytesInAnyFieldVerifyAndReopen).
+func validStrings(r *Record) {
+	for _, p := range stringsOf(r) {
+		if !utf8.ValidString(*p) {
+			*p = strings.ToValidUTF8(*p, "\uFFFD")
+		}
+	}
+}
+
+// stringsOf is every string of r that its writer chose (all but Prev and
+// Hash, which the log sets).
+func stringsOf(r *Record) [14]*string {
+	return [...]*string{
+		&r.Kind, &r.Entry, &r.Tool, &r.Plugin, &r.Digest, &r.ArgumentsSHA256,
+		&r.Decision, &r.DecidedBy, &r.Outcome, &r.Message,
+		&r.Action, &r.Subject, &r.Detail, &r.Actor,
+	}
 }
 
 // Log appends records to the audit file. It is safe for concurrent use.
@@ -383,18 +413,32 @@ func (l *Log) write(r Record) (Record, error) {
 	if r.Kind == "" {
 		r.Kind = KindChange
 	}
+	validStrings(&r)
 	line, hash, err := encode(r)
-	if err == nil && len(line) >= MaxLineBytes && r.Arguments != nil {
-		r.Arguments = nil
-		r.Message = truncate(r.Message) + " (argument values left out: too long for one record)"
-		line, hash, err = encode(r)
+	if err == nil && r.Arguments != nil {
+		// Argument values are the caller's bytes (json.Valid takes lone
+		// surrogates, duplicate keys and invalid UTF-8, which the parser
+		// refuses): they are written only in a line that reads back.
+		why := ""
+		if len(line) >= MaxLineBytes {
+			why = "too long for one record"
+		} else if _, perr := ParseLine(line); perr != nil {
+			why = "not strict JSON"
+		}
+		if why != "" {
+			r.Arguments = nil
+			r.Message = truncate(r.Message) + " (argument values left out: " + why + ")"
+			line, hash, err = encode(r)
+		}
 	}
 	if err == nil && len(line) >= MaxLineBytes {
 		// The rest that can be long comes from callers (a tool name that
 		// does not exist, a reason): keep its start, never a line that
 		// Open would refuse as damaged.
-		r.Tool, r.Subject, r.Detail, r.DecidedBy, r.Actor = truncate(r.Tool), truncate(r.Subject), truncate(r.Detail), truncate(r.DecidedBy), truncate(r.Actor)
-		r.Message = truncate(r.Message) + " (fields shortened: too long for one record)"
+		for _, p := range stringsOf(&r) {
+			*p = truncate(*p)
+		}
+		r.Message += " (fields shortened: too long for one record)"
 		line, hash, err = encode(r)
 		if err == nil && len(line) >= MaxLineBytes {
 			err = fmt.Errorf("%d bytes even shortened, the limit is %d", len(line), MaxLineBytes)

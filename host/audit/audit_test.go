@@ -15,6 +15,7 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/toolhost/toolhost/host"
 	"github.com/toolhost/toolhost/host/toolerr"
@@ -451,4 +452,65 @@ func TestCloseRacingAppendsAgreesWithTheFile(t *testing.T) {
 			}
 		}
 	}
+}
+
+// Every string a record carries can come from outside (a tool name in a
+// URL, a plugin's error message, argument values): whatever bytes they hold,
+// the line written must verify and reopen — a record that does not is a log
+// the host refuses to start on. Invalid UTF-8 is written as U+FFFD (the
+// character, not its escape, which would hash differently from the line
+// that verification rebuilds); argument values the parser would refuse are
+// left out, and the message says so.
+func TestAnyBytesInAnyFieldVerifyAndReopen(t *testing.T) {
+	hostile := []string{"\xff", "a\xc3", "\xed\xa0\x80", "\xf4\x90\x80\x80", "ok\u2028\u2029\x00\x1f\"\\", "\xef\xbf\xbd",
+		strings.Repeat("é", MaxLineBytes/2) + "\xff"}
+	args := map[string]bool{ // argument values → kept
+		"{\"a\":\"\xff\"}": false, `{"a":"\ud800"}`: false, `{"a":"\udc00x"}`: false, `{"a":1,"a":2}`: false,
+		`["x",1e999]`: true, `{"\ud83d\ude00":"\u0041"}`: true, `[` + strings.Repeat(`"\u00e9",`, 40_000) + `1]`: false,
+	}
+	path := filepath.Join(t.TempDir(), FileName)
+	l, err := Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for _, s := range hostile {
+		for _, r := range []Record{
+			{Kind: KindCall, Tool: s, Plugin: s, Digest: s, Entry: s, ArgumentsSHA256: s, Decision: s, DecidedBy: s, Outcome: s, Message: s},
+			{Kind: KindChange, Action: s, Subject: s, Detail: s, Actor: s},
+			{Kind: s},
+		} {
+			if _, err := l.Append(r); err != nil {
+				t.Fatalf("append %.40q: %v", s, err)
+			}
+			n++
+		}
+	}
+	for a, kept := range args {
+		r, err := l.Append(Record{Kind: KindCall, Tool: "t", Arguments: json.RawMessage(a)})
+		if err != nil {
+			t.Fatalf("append arguments %.40q: %v", a, err)
+		}
+		n++
+		if got := r.Arguments != nil; got != kept || (!kept && !strings.Contains(r.Message, "argument values left out")) {
+			t.Errorf("arguments %.40q: kept %v (want %v), message %q", a, got, kept, r.Message)
+		}
+	}
+	data := closeAndRead(t, l, path)
+	for i, line := range bytes.Split(bytes.TrimSuffix(data, []byte("\n")), []byte("\n")) {
+		if _, err := ParseLine(line); err != nil {
+			t.Errorf("line %d %.200q: %v", i+1, line, err)
+		}
+		if !utf8.Valid(line) {
+			t.Errorf("line %d is not valid UTF-8: %.200q", i+1, line)
+		}
+	}
+	if s, err := Verify(bytes.NewReader(data), ""); err != nil || s.Records != uint64(n) {
+		t.Fatalf("Verify = %+v, %v; want %d records", s, err, n)
+	}
+	l, err = Open(path)
+	if err != nil {
+		t.Fatalf("reopen: %v", err)
+	}
+	l.Close()
 }
