@@ -69,7 +69,8 @@ type CallInfo struct {
 // Verdict is a Governor's answer before a call runs.
 type Verdict struct {
 	// Decision is recorded with the call: "allowed", "denied", "approved"
-	// (after an ask), ….
+	// (after an ask), or "cancelled" (the call ended before anything
+	// decided it: its caller left, or its deadline passed in a hook).
 	Decision string
 	// DecidedBy names what decided: "policy", "hook:PLUGIN", "operator",
 	// "mcp-client", ….

@@ -16,6 +16,14 @@ import (
 // (serve --approval-timeout).
 const DefaultApprovalTimeout = 2 * time.Minute
 
+// DefaultMaxPending bounds the calls that wait for a person at once. A
+// waiting call holds no admission slot (a person may take minutes), so
+// without a bound a client with the token could park calls without end.
+const DefaultMaxPending = 256
+
+// ErrTooManyPending is Ask's error when MaxPending calls already wait.
+var ErrTooManyPending = errors.New("too many calls wait for approval")
+
 // ErrNoSuchApproval is returned for an ID that is not pending (decided,
 // timed out, its caller gone, or never there).
 var ErrNoSuchApproval = errors.New("no such pending approval")
@@ -63,6 +71,8 @@ func ElicitorOf(ctx context.Context) Elicitor {
 // concurrent use.
 type Approvals struct {
 	Timeout time.Duration
+	// MaxPending bounds the calls waiting at once (0: DefaultMaxPending).
+	MaxPending int
 	// OnDecide, when set, is told every decision (for the audit log)
 	// before the waiting call goes on.
 	OnDecide func(p Pending, a Answer)
@@ -87,7 +97,8 @@ type Outcome struct {
 // Ask registers p and waits for a decision: from an operator (Decide),
 // from the client's user when ctx carries an Elicitor, or until Timeout
 // (then TimedOut, not approved). It returns ctx's error when the caller
-// goes away first.
+// goes away first, and ErrTooManyPending (at once) when MaxPending calls
+// already wait.
 func (a *Approvals) Ask(ctx context.Context, p Pending) (Outcome, error) {
 	now := a.now()
 	p.ID = newID()
@@ -96,6 +107,14 @@ func (a *Approvals) Ask(ctx context.Context, p Pending) (Outcome, error) {
 	a.mu.Lock()
 	if a.pending == nil {
 		a.pending = map[string]*waiter{}
+	}
+	max := a.MaxPending
+	if max <= 0 {
+		max = DefaultMaxPending
+	}
+	if len(a.pending) >= max {
+		a.mu.Unlock()
+		return Outcome{}, fmt.Errorf("%w (%d)", ErrTooManyPending, max)
 	}
 	a.pending[p.ID] = w
 	a.mu.Unlock()

@@ -99,3 +99,33 @@ func TestApprovalsElicitation(t *testing.T) {
 		t.Fatalf("after unsupported elicitation: %+v", out)
 	}
 }
+
+// Calls waiting for a person hold no admission slot, so their number is
+// bounded on its own: the one over MaxPending is refused at once, and a
+// place frees when a waiting call ends.
+func TestApprovalsPendingBounded(t *testing.T) {
+	a := &Approvals{Timeout: time.Minute, MaxPending: 3}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	ended := make(chan error, 3)
+	for range 3 {
+		go func() { _, err := a.Ask(ctx, Pending{Tool: "t"}); ended <- err }()
+	}
+	for len(a.List()) < 3 {
+		time.Sleep(time.Millisecond)
+	}
+	if _, err := a.Ask(context.Background(), Pending{Tool: "t"}); !errors.Is(err, ErrTooManyPending) {
+		t.Fatalf("a fourth waiting call: %v, want ErrTooManyPending", err)
+	}
+	if len(a.List()) != 3 {
+		t.Fatalf("%d pending after a refused Ask, want 3", len(a.List()))
+	}
+	if err := a.Decide(a.List()[0].ID, true, ""); err != nil {
+		t.Fatal(err)
+	}
+	<-ended
+	go func() { _, err := a.Ask(ctx, Pending{Tool: "t"}); ended <- err }()
+	for len(a.List()) < 3 {
+		time.Sleep(time.Millisecond)
+	}
+}

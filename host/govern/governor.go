@@ -170,7 +170,7 @@ func (g *Governor) beforeCall(ctx context.Context, c *host.CallInfo) (host.Verdi
 			in, _ := json.Marshal(beforeInput{Tool: c.Tool.Name, Plugin: c.Plugin, Arguments: args, Entry: string(c.Entry)})
 			hv, err := g.runHook(ctx, h, in)
 			if err != nil {
-				v.DecidedBy = hookName(h)
+				v.Decision, v.DecidedBy = notAllowed(err), hookName(h)
 				return v, err
 			}
 			if hv.deny != "" {
@@ -196,8 +196,11 @@ func (g *Governor) beforeCall(ctx context.Context, c *host.CallInfo) (host.Verdi
 	v.Waited = out.Waited
 	g.metrics.wait.Observe(out.Waited.Seconds())
 	switch {
+	case errors.Is(err, ErrTooManyPending):
+		v.Decision, v.DecidedBy = "denied", "toolhost"
+		return v, toolerr.Errorf(toolerr.CodeBusy, "%s needs approval and %v already: decide them first (`toolhost approvals list`), then call again", c.Tool.Name, err)
 	case err != nil:
-		v.DecidedBy = "caller"
+		v.Decision, v.DecidedBy = "cancelled", "caller"
 		return v, toolerr.Errorf(toolerr.CodeCancelled, "the caller went away while %s waited for approval", c.Tool.Name)
 	case out.TimedOut:
 		v.DecidedBy = "timeout"
@@ -217,6 +220,17 @@ func (g *Governor) beforeCall(ctx context.Context, c *host.CallInfo) (host.Verdi
 	}
 	v.Decision, v.DecidedBy = "approved", out.By
 	return v, nil
+}
+
+// notAllowed is the decision recorded for a call that a failing hook
+// ended: "denied" (hooks fail closed), or "cancelled" when the call's
+// caller left or its deadline passed while the hook ran — never the
+// "allowed" the verdict started from.
+func notAllowed(err error) string {
+	if toolerr.CodeOf(err) == toolerr.CodeDenied {
+		return "denied"
+	}
+	return "cancelled"
 }
 
 func who(by string) string {

@@ -175,9 +175,49 @@ func TestHooksFailClosed(t *testing.T) {
 	dctx, cancel := context.WithTimeout(ctx, time.Nanosecond)
 	defer cancel()
 	<-dctx.Done()
-	_, err = e.g.BeforeCall(dctx, call(fetchTool, `{"url":"https://example.com/"}`))
+	v, err := e.g.BeforeCall(dctx, call(fetchTool, `{"url":"https://example.com/"}`))
 	if err == nil {
 		t.Fatal("a hook that could not run allowed the call")
+	}
+	if v.Decision == "allowed" {
+		t.Fatalf("a hook that could not run is recorded as %+v", v)
+	}
+	e = newEnv(t, false, bad(plugin.HookBeforeCall, "guard_rules", 0))
+	if v, _ = e.g.BeforeCall(ctx, call(readTool, `{}`)); v.Decision != "denied" {
+		t.Fatalf("a failing hook is recorded as %+v, want denied", v)
+	}
+}
+
+// A call whose caller leaves while it waits for approval was decided by
+// nobody: its record must not say "allowed".
+func TestCallerGoneDuringApprovalIsNotAllowed(t *testing.T) {
+	e := newEnv(t, false)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan host.Verdict, 1)
+	go func() {
+		v, err := e.g.BeforeCall(ctx, call(noteTool, `{"id":"1"}`))
+		if toolerr.CodeOf(err) != toolerr.CodeCancelled {
+			t.Errorf("err = %v, want cancelled", err)
+		}
+		done <- v
+	}()
+	waitPending(t, e.g.Approvals())
+	cancel()
+	if v := <-done; v.Decision != "cancelled" || v.DecidedBy != "caller" {
+		t.Fatalf("verdict %+v, want decision cancelled by caller", v)
+	}
+	if ps := e.g.Approvals().List(); len(ps) != 0 {
+		t.Fatalf("the call still waits for approval: %+v", ps)
+	}
+	// Over the bound of waiting calls: busy, at once, and not "allowed".
+	e.g.approvals.MaxPending = 1
+	wctx, stop := context.WithCancel(context.Background())
+	defer stop()
+	go e.g.BeforeCall(wctx, call(noteTool, `{"id":"2"}`))
+	waitPending(t, e.g.Approvals())
+	v, err := e.g.BeforeCall(context.Background(), call(noteTool, `{"id":"3"}`))
+	if toolerr.CodeOf(err) != toolerr.CodeBusy || v.Decision != "denied" || !strings.Contains(err.Error(), "toolhost approvals list") {
+		t.Fatalf("over the bound: %+v %v, want busy", v, err)
 	}
 }
 
