@@ -267,6 +267,9 @@ func (s *Server) callGoverned(ctx context.Context, req *mcp.CallToolRequest) (*m
 		}
 		return s.answer(ctx, req, pc.res, pc.err), nil
 	case <-asks:
+		if slot, ok := ctx.Value(parkSlotKey{}).(*parkSlot); ok {
+			slot.state = pc.state
+		}
 		pc.events.set(nil) // this request ends; the retry takes over
 		go func() {
 			<-pc.done
@@ -274,6 +277,35 @@ func (s *Server) callGoverned(ctx context.Context, req *mcp.CallToolRequest) (*m
 			time.AfterFunc(parkedKeep, func() { s.parked.take(pc.state) })
 		}()
 		return inputRequired(pc), nil
+	}
+}
+
+// parkSlot tells settleParked which call a tools/call request parked.
+type parkSlot struct{ state string }
+
+type parkSlotKey struct{}
+
+// settleParked ends the call a tools/call request parked when the request
+// itself fails. With a client before 2026-07-28 the SDK asks the user
+// itself (elicitation/create) and retries the handler with the answer; when
+// that round trip fails (the client answers with an error or a form that
+// does not validate, or the request is cancelled), the client is told the
+// call failed, and the parked call must not run later — an operator could
+// otherwise still approve it. A 2026-07-28 client gets the input-required
+// result without error and retries on its own; its parked call waits.
+func (s *Server) settleParked(next mcp.MethodHandler) mcp.MethodHandler {
+	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+		if method != "tools/call" {
+			return next(ctx, method, req)
+		}
+		slot := &parkSlot{}
+		res, err := next(context.WithValue(ctx, parkSlotKey{}, slot), method, req)
+		if err != nil && slot.state != "" {
+			if pc := s.parked.take(slot.state); pc != nil {
+				pc.cancel()
+			}
+		}
+		return res, err
 	}
 }
 

@@ -107,7 +107,9 @@ func New(b Backend, version string, opts ...Option) *Server {
 			Logging: &mcp.LoggingCapabilities{},
 		},
 	})
-	s.mcp.AddReceivingMiddleware(s.trackLevels, boundErrors)
+	// Added after the SDK's own multi-round-trip middleware, so around it:
+	// settleParked sees how the SDK's round trip with the client ended.
+	s.mcp.AddReceivingMiddleware(s.trackLevels, boundErrors, s.settleParked)
 	changed := s.sync()
 	go s.watch(changed)
 	return s
@@ -324,7 +326,7 @@ func successResult(res json.RawMessage) *mcp.CallToolResult {
 // (see lineTransport); calls are labelled host.EntryMCPStdio.
 func (s *Server) Run(ctx context.Context, r io.ReadCloser, w io.WriteCloser) error {
 	ctx = host.WithEntry(ctx, host.EntryMCPStdio)
-	err := s.mcp.Run(ctx, &lineTransport{r: r, w: w, maxLine: maxStdioLine})
+	err := s.mcp.Run(ctx, &lineTransport{r: r, w: w, maxLine: maxStdioLine, stop: ctx.Done()})
 	if ctx.Err() != nil && errors.Is(err, ctx.Err()) {
 		return nil
 	}

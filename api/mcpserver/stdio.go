@@ -33,7 +33,14 @@ import (
 //     response for the cancelled request"); the SDK cancels its context;
 //   - the end of the input ends the session only once every request read
 //     before it has been answered (or cancelled), so that a client that
-//     writes its requests and closes its end reads every answer.
+//     writes its requests and closes its end reads every answer — unless
+//     the server waits for an answer of the client's (an elicitation),
+//     which can no longer come: then at once;
+//   - the end of stop (the process is told to stop) ends the input at
+//     once: the SDK then cancels the requests in flight and fails the
+//     server's own requests to the client, which it does not do on Close
+//     (it waits for every handler, and a handler that waits for the
+//     client's answer would keep the process up).
 //
 // Batches are refused: MCP removed them in 2025-06-18, and answering one
 // needs the batch bookkeeping the SDK keeps private.
@@ -41,6 +48,7 @@ type lineTransport struct {
 	r       io.ReadCloser
 	w       io.WriteCloser
 	maxLine int
+	stop    <-chan struct{} // nil: never
 }
 
 func (t *lineTransport) Connect(context.Context) (mcp.Connection, error) {
@@ -50,7 +58,9 @@ func (t *lineTransport) Connect(context.Context) (mcp.Connection, error) {
 		incoming: make(chan readResult),
 		closed:   make(chan struct{}),
 		inFlight: map[jsonrpc.ID]bool{},
+		asked:    map[jsonrpc.ID]bool{},
 		answered: make(chan struct{}, 1),
+		stop:     t.stop,
 	}
 	go c.readLoop(bufio.NewReaderSize(t.r, 64<<10), t.maxLine)
 	return c, nil
@@ -64,6 +74,7 @@ type readResult struct {
 type lineConn struct {
 	incoming  chan readResult // read loop → Read; the read loop owns the reader
 	closed    chan struct{}
+	stop      <-chan struct{}
 	closeOnce sync.Once
 	closers   []io.Closer
 
@@ -77,8 +88,11 @@ type lineConn struct {
 	// the SDK is running.
 	mu       sync.Mutex
 	inFlight map[jsonrpc.ID]bool
-	// answered gets a token (buffered, one) after each response, for
-	// waitAnswered.
+	// asked (guarded by mu) holds the ids of the server's requests to the
+	// client (elicitation) not yet answered.
+	asked map[jsonrpc.ID]bool
+	// answered gets a token (buffered, one) after each response and each
+	// request to the client, for waitAnswered.
 	answered chan struct{}
 }
 
@@ -92,6 +106,8 @@ func (c *lineConn) Read(ctx context.Context) (jsonrpc.Message, error) {
 		return r.msg, r.err
 	case <-c.closed:
 		return nil, io.EOF
+	case <-c.stop:
+		return nil, io.EOF
 	}
 }
 
@@ -99,15 +115,18 @@ func (c *lineConn) Write(ctx context.Context, msg jsonrpc.Message) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
+	if req, ok := msg.(*jsonrpc.Request); ok && req.IsCall() {
+		c.mu.Lock()
+		c.asked[req.ID] = true
+		c.mu.Unlock()
+		c.wake()
+	}
 	if resp, ok := msg.(*jsonrpc.Response); ok {
 		c.mu.Lock()
 		cancelled := c.inFlight[resp.ID]
 		delete(c.inFlight, resp.ID)
 		c.mu.Unlock()
-		select {
-		case c.answered <- struct{}{}:
-		default:
-		}
+		c.wake()
 		if cancelled {
 			return nil
 		}
@@ -117,6 +136,14 @@ func (c *lineConn) Write(ctx context.Context, msg jsonrpc.Message) error {
 		return err
 	}
 	return c.writeLine(data)
+}
+
+// wake tells waitAnswered to look again.
+func (c *lineConn) wake() {
+	select {
+	case c.answered <- struct{}{}:
+	default:
+	}
 }
 
 func (c *lineConn) writeLine(data []byte) error {
@@ -173,20 +200,24 @@ func (c *lineConn) readLoop(r *bufio.Reader, maxLine int) {
 const endOfInputWait = 5 * time.Minute
 
 // waitAnswered returns once every request read has been answered, the
-// connection is closed, or max has passed.
+// server waits for an answer of the client's (which cannot come after
+// the end of the input), the connection is closed, stop ends, or max has
+// passed.
 func (c *lineConn) waitAnswered(max time.Duration) {
 	timeout := time.NewTimer(max)
 	defer timeout.Stop()
 	for {
 		c.mu.Lock()
-		n := len(c.inFlight)
+		n, asked := len(c.inFlight), len(c.asked)
 		c.mu.Unlock()
-		if n == 0 {
+		if n == 0 || asked > 0 {
 			return
 		}
 		select {
 		case <-c.answered:
 		case <-c.closed:
+			return
+		case <-c.stop:
 			return
 		case <-timeout.C:
 			return
@@ -219,8 +250,13 @@ func (c *lineConn) decode(line []byte) (jsonrpc.Message, bool) {
 		c.refuse(idOf(line), jsonrpc.CodeInvalidRequest, "invalid request: "+err.Error())
 		return nil, false
 	}
-	if req, ok := msg.(*jsonrpc.Request); ok {
-		c.track(req)
+	switch m := msg.(type) {
+	case *jsonrpc.Request:
+		c.track(m)
+	case *jsonrpc.Response:
+		c.mu.Lock()
+		delete(c.asked, m.ID)
+		c.mu.Unlock()
 	}
 	return msg, true
 }

@@ -26,10 +26,16 @@ type rawStdio struct {
 
 func startRaw(t *testing.T, s *Server) *rawStdio {
 	t.Helper()
+	return startRawCtx(t, s, context.Background())
+}
+
+// startRawCtx is startRaw with Run's context: its end stops the server.
+func startRawCtx(t *testing.T, s *Server, parent context.Context) *rawStdio {
+	t.Helper()
 	sr, cw := io.Pipe()
 	cr, sw := io.Pipe()
 	r := &rawStdio{t: t, in: cw, lines: make(chan string, 100), done: make(chan error, 1)}
-	ctx, cancel := context.WithCancel(context.Background())
+	ctx, cancel := context.WithCancel(parent)
 	go func() { r.done <- s.Run(ctx, sr, sw) }()
 	go func() {
 		sc := bufio.NewScanner(cr)

@@ -64,6 +64,7 @@ reason in the log; everything else keeps serving.`,
 		Example: "  toolhost serve\n  toolhost serve --watch /srv/toolhost/plugins\n  toolhost serve --addr 127.0.0.1:8080\n  curl -H \"Authorization: Bearer $(cat ~/.toolhost/token)\" http://127.0.0.1:7411/v1/tools",
 		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			longRunning()
 			if o.watchDir != "" {
 				o.background = func(ctx context.Context, h *host.Host) (func(), error) { return g.startWatch(ctx, h, o.watchDir) }
 			}

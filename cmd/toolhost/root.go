@@ -346,3 +346,8 @@ func plural(n int, word string) string {
 }
 
 func oneLine(s string) string { return strings.Join(strings.Fields(s), " ") }
+
+// longRunning is called by the commands that run until stopped (serve,
+// mcp); main sets it to ignoreBrokenPipe. A no-op in tests that run
+// commands in their own process.
+var longRunning = func() {}
