@@ -1,7 +1,6 @@
 package control
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -14,6 +13,7 @@ import (
 	"github.com/toolhost/toolhost/host"
 	"github.com/toolhost/toolhost/host/audit"
 	"github.com/toolhost/toolhost/host/govern"
+	"github.com/toolhost/toolhost/internal/strictjson"
 	"github.com/toolhost/toolhost/plugin"
 	"github.com/toolhost/toolhost/signing"
 	"github.com/toolhost/toolhost/store"
@@ -144,6 +144,8 @@ type DecisionRequest struct {
 	Reason   string `json:"reason,omitempty"`
 }
 
+var decisionShape = strictjson.Object{"decision": strictjson.Any{}, "reason": strictjson.Any{}}
+
 // ParseDecision checks a decision request.
 func ParseDecision(body io.Reader) (approve bool, reason string, err error) {
 	data, err := io.ReadAll(io.LimitReader(body, maxDecisionBytes+1))
@@ -153,11 +155,12 @@ func ParseDecision(body io.Reader) (approve bool, reason string, err error) {
 	if len(data) > maxDecisionBytes {
 		return false, "", fmt.Errorf("%w: the decision is larger than %d KiB; give a shorter reason", ErrDecisionTooLarge, maxDecisionBytes>>10)
 	}
+	// Strictly: a decision read one way by a proxy or a log and another
+	// here ({"decision":"deny","decision":"approve"}, "DECISION", a second
+	// document after the first) must be refused, not guessed.
 	var d DecisionRequest
-	dec := json.NewDecoder(bytes.NewReader(data))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&d); err != nil {
-		return false, "", fmt.Errorf(`%w: the body must be {"decision":"approve"|"deny","reason":"…"}: %v`, errBadRequest, err)
+	if err := strictjson.Decode(data, decisionShape, &d); err != nil {
+		return false, "", fmt.Errorf(`%w: the body must be {"decision":"approve"|"deny","reason":"…"}: %s`, errBadRequest, strictjson.Detail(err))
 	}
 	switch d.Decision {
 	case "approve":

@@ -32,6 +32,7 @@ import (
 	"github.com/toolhost/toolhost/api/mcpserver"
 	"github.com/toolhost/toolhost/host"
 	"github.com/toolhost/toolhost/host/content"
+	"github.com/toolhost/toolhost/host/govern"
 	"github.com/toolhost/toolhost/host/toolerr"
 	"github.com/toolhost/toolhost/internal/strictjson"
 )
@@ -373,24 +374,30 @@ func (s *statusRecorder) Write(p []byte) (int, error) {
 func (s *statusRecorder) Unwrap() http.ResponseWriter { return s.ResponseWriter }
 
 // NewServer returns an http.Server for h on addr with timeouts suited to the
-// host API:
+// host API; approvalWait is how long a call may wait for a person (serve
+// --approval-timeout; 0: govern.DefaultApprovalTimeout):
 //
 //   - ReadHeaderTimeout 10 s and ReadTimeout 30 s bound slow clients
 //     (headers, then a body of at most MaxBodyBytes). They do not bound the
 //     handler: net/http lifts the read deadline once the body is read.
-//   - WriteTimeout 2 min: above the 60 s maximum tool deadline plus
-//     compilation on a first call and encoding, so a slow call still gets
-//     its answer. MCP GET streams live for a whole session, so the MCP
-//     handler lifts the write deadline for them alone; everything else
-//     keeps this bound.
+//   - WriteTimeout 2 min plus approvalWait: above the 60 s maximum tool
+//     deadline plus compilation on a first call and encoding, after the
+//     longest wait for a person, so that a call approved (or denied by the
+//     timeout) at the end of that wait still gets its answer — with the
+//     bare 2 min, an approved call ran and its caller got an empty reply.
+//     MCP GET streams live for a whole session, so the MCP handler lifts
+//     the write deadline for them alone; everything else keeps this bound.
 //   - IdleTimeout 2 min for keep-alive connections; MaxHeaderBytes 64 KiB.
-func NewServer(h http.Handler, addr string) *http.Server {
+func NewServer(h http.Handler, addr string, approvalWait time.Duration) *http.Server {
+	if approvalWait <= 0 {
+		approvalWait = govern.DefaultApprovalTimeout
+	}
 	return &http.Server{
 		Addr:              addr,
 		Handler:           h,
 		ReadHeaderTimeout: 10 * time.Second,
 		ReadTimeout:       30 * time.Second,
-		WriteTimeout:      2 * time.Minute,
+		WriteTimeout:      2*time.Minute + approvalWait,
 		IdleTimeout:       2 * time.Minute,
 		MaxHeaderBytes:    64 << 10,
 	}

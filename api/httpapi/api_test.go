@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/toolhost/toolhost/host/govern"
 	"github.com/toolhost/toolhost/host"
 	"github.com/toolhost/toolhost/host/toolerr"
 )
@@ -446,7 +447,7 @@ func TestCallOutlivesReadTimeout(t *testing.T) {
 	}
 	defer api.Close()
 	srv := httptest.NewUnstartedServer(nil)
-	srv.Config = NewServer(api, "")
+	srv.Config = NewServer(api, "", 0)
 	srv.Config.ReadTimeout = 100 * time.Millisecond
 	srv.Start()
 	defer srv.Close()
@@ -456,15 +457,23 @@ func TestCallOutlivesReadTimeout(t *testing.T) {
 }
 
 func TestNewServer(t *testing.T) {
-	s := NewServer(http.NotFoundHandler(), "127.0.0.1:7411")
+	s := NewServer(http.NotFoundHandler(), "127.0.0.1:7411", 0)
 	if s.Addr != "127.0.0.1:7411" || s.Handler == nil {
 		t.Errorf("server = %+v", s)
 	}
 	if s.ReadHeaderTimeout <= 0 || s.ReadTimeout <= 0 || s.IdleTimeout <= 0 || s.MaxHeaderBytes <= 0 {
 		t.Errorf("unset limits: %+v", s)
 	}
-	if s.WriteTimeout <= 60*time.Second {
-		t.Errorf("WriteTimeout %v does not exceed the 60 s maximum tool deadline", s.WriteTimeout)
+	// A call may wait for a person (the approval timeout), then run up to
+	// its 60 s deadline: its answer must still be written.
+	for _, wait := range []time.Duration{0, time.Second, 10 * time.Minute} {
+		longest := wait
+		if wait == 0 {
+			longest = govern.DefaultApprovalTimeout
+		}
+		if s := NewServer(http.NotFoundHandler(), "", wait); s.WriteTimeout <= longest+60*time.Second {
+			t.Errorf("approval wait %v: WriteTimeout %v does not exceed it plus the 60 s maximum tool deadline", wait, s.WriteTimeout)
+		}
 	}
 }
 

@@ -125,6 +125,20 @@ func TestGovernanceEndToEnd(t *testing.T) {
 	// deny
 	done = call(`{"id":"2"}`)
 	p = waitApproval(t, g.gov)
+	// A decision that could be read two ways is refused, and decides
+	// nothing: the call still waits.
+	for _, ambiguous := range []string{
+		`{"decision":"deny","decision":"approve"}`, `{"DECISION":"approve"}`, `{"Decision":"approve"}`,
+		`{"decision":"deny"} {"decision":"approve"}`, `{"decision":"approve"}x`, `{"decision":"appr\u006fve","reason":"\ud800"}`,
+		"{\"decision\":\"approve\",\"reason\":\"\xff\"}", `{"decision":["approve"]}`, `{"decision":"approve","reason":7}`,
+	} {
+		if r := do(t, srv, "POST", "/v1/approvals/"+p.ID, ambiguous, ""); r.status != 400 || !strings.Contains(string(r.body), "the body must be") {
+			t.Errorf("decision %s: %d %s, want 400", ambiguous, r.status, r.body)
+		}
+	}
+	if ps := g.gov.Approvals().List(); len(ps) != 1 || ps[0].ID != p.ID {
+		t.Fatalf("after refused decisions, pending: %+v", ps)
+	}
 	if r := do(t, srv, "POST", "/v1/approvals/"+p.ID, `{"decision":"deny","reason":"keep it"}`, ""); r.status != 200 {
 		t.Fatalf("deny: %d %s", r.status, r.body)
 	}

@@ -26,7 +26,7 @@ func TestGracefulShutdown(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv := NewServer(api, ln.Addr().String())
+	srv := NewServer(api, ln.Addr().String(), 0)
 	srv.RegisterOnShutdown(func() { _ = api.Shutdown(context.Background()) })
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(ln) }()

@@ -165,7 +165,7 @@ func (g *globalOptions) serve(ctx context.Context, o serveOptions) error {
 		ln.Close()
 		return err
 	}
-	srv := httpapi.NewServer(api, o.addr)
+	srv := httpapi.NewServer(api, o.addr, g.approvalTimeout)
 	srv.ErrorLog = slog.NewLogLogger(g.logger.Handler(), slog.LevelWarn)
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(rawio.Listener{Listener: ln}) }()
