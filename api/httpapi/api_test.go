@@ -11,8 +11,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/toolhost/toolhost/host/govern"
 	"github.com/toolhost/toolhost/host"
+	"github.com/toolhost/toolhost/host/govern"
 	"github.com/toolhost/toolhost/host/toolerr"
 )
 
