@@ -7,9 +7,11 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"time"
 
 	"github.com/toolhost/toolhost/host/toolerr"
+	"github.com/toolhost/toolhost/internal/clip"
 )
 
 // Call runs one tool call through the pipeline every entry point shares:
@@ -58,7 +60,9 @@ func (h *Host) call(ctx context.Context, rec *CallRecord, args []byte) (json.Raw
 	ref, ok := h.tools[rec.Tool]
 	h.mu.RUnlock()
 	if !ok {
-		return nil, toolerr.Errorf(toolerr.CodeToolNotFound, "no tool named %q is installed; list the available tools first", rec.Tool)
+		err := toolerr.Errorf(toolerr.CodeToolNotFound, "no tool named %q is installed; list the available tools first", rec.Tool)
+		rec.Tool = recordedName(rec.Tool)
+		return nil, err
 	}
 	l := ref.plugin
 	rec.Plugin, rec.Digest = l.name, l.digest
@@ -186,3 +190,16 @@ func (h *Host) InCalls() int { return int(h.calls.Load()) }
 
 // WaitIdle returns when no admitted call is running (or with ctx's error).
 func (h *Host) WaitIdle(ctx context.Context) error { return h.adm.waitIdle(ctx) }
+
+// recordedName is the name of a tool that is not installed as its call is
+// recorded (audit, metrics, logs): whole when it could be a tool's name
+// (at most 64 bytes), else its start and end. The caller chose it, and a
+// name of a megabyte per call would fill the audit log and every listing
+// of it.
+func recordedName(name string) string {
+	start, end, cut := clip.Middle(name, 64, 32)
+	if !cut {
+		return name
+	}
+	return fmt.Sprintf("%s…%s (%d bytes)", start, end, len(name))
+}

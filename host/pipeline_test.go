@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"strings"
+	"unicode/utf8"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -68,8 +69,17 @@ func TestCallRecords(t *testing.T) {
 	if got := rec.last(t); got.Entry != host.EntryGo || got.Plugin != "" || got.Outcome != toolerr.CodeToolNotFound || got.Message == "" {
 		t.Fatalf("unknown tool record %+v", got)
 	}
-	if n := len(rec.all()); n != 2 {
-		t.Fatalf("%d records for 2 calls", n)
+	// A name no tool can have (over 64 bytes) is recorded by its start and
+	// end: the caller chose it, and it would otherwise fill the audit log.
+	long := "x" + strings.Repeat("é", 30_000) + "end"
+	if _, err := r.host.Call(context.Background(), long, nil); toolerr.CodeOf(err) != toolerr.CodeToolNotFound || len(err.Error()) > 2200 {
+		t.Fatalf("a 60 KB name: %.200v (%d bytes)", err, len(err.Error()))
+	}
+	if got := rec.last(t); len(got.Tool) > 200 || !strings.HasPrefix(got.Tool, "xé") || !strings.Contains(got.Tool, "end (60004 bytes)") || !utf8.ValidString(got.Tool) {
+		t.Fatalf("a 60 KB name is recorded as %q", got.Tool)
+	}
+	if n := len(rec.all()); n != 3 {
+		t.Fatalf("%d records for 3 calls", n)
 	}
 }
 

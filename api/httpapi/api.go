@@ -205,12 +205,14 @@ func (a *API) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 func (a *API) guard(next http.Handler, auth bool) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if e := a.checkHostAndOrigin(r); e != nil {
-			a.log.Warn("request refused", "reason", e.Code, "host", r.Host, "origin", r.Header.Get("Origin"), "path", r.URL.Path, "remote", r.RemoteAddr)
-			writeError(w, &toolerr.Error{Code: e.Code, Message: e.Message})
+			// Shown: a web page can send any Origin and path, and needs no
+			// token to be refused (and logged).
+			a.log.Warn("request refused", "reason", e.Code, "host", strictjson.Shown(r.Host), "origin", strictjson.Shown(r.Header.Get("Origin")), "path", strictjson.Shown(r.URL.Path), "remote", r.RemoteAddr)
+			writeError(w, &toolerr.Error{Code: e.Code, Message: toolerr.Bound(e.Message)})
 			return
 		}
 		if auth && !a.opts.InsecureNoToken && !a.authorized(r) {
-			a.log.Info("request refused", "reason", CodeUnauthorized, "path", r.URL.Path, "remote", r.RemoteAddr)
+			a.log.Info("request refused", "reason", CodeUnauthorized, "path", strictjson.Shown(r.URL.Path), "remote", r.RemoteAddr)
 			writeError(w, toolerr.Errorf(CodeUnauthorized, "missing or wrong bearer token: send the header \"Authorization: Bearer <token>\" with the token from $TOOLHOST_HOME/token (or TOOLHOST_TOKEN)"))
 			return
 		}

@@ -345,6 +345,14 @@ func TestHostAndOrigin(t *testing.T) {
 			}
 		})
 	}
+	// A web page can send any Origin, and a client any Host, without a
+	// token: the refusal quotes them bounded.
+	long := strings.Repeat("a", 60_000)
+	for _, hdr := range [][]string{{"Host", long + ".example:" + port}, {"Host", "localhost:" + port, "Origin", "http://" + long}} {
+		if r := do(t, srv, "GET", "/v1/tools", "", "-", hdr...); r.status != 403 || len(r.body) > 1024 {
+			t.Errorf("a 60 KB %s: %d, %d bytes", hdr[len(hdr)-2], r.status, len(r.body))
+		}
+	}
 	// Refused before authentication: a rebinding page learns nothing.
 	if r := do(t, srv, "GET", "/v1/tools", "", "-", "Host", "attacker.example:"+port); r.status != 403 {
 		t.Errorf("foreign Host without token: %d, want 403", r.status)

@@ -6,6 +6,8 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
+
+	"github.com/toolhost/toolhost/internal/strictjson"
 )
 
 // loopbackNames are the Host names a local client uses for this machine.
@@ -159,7 +161,7 @@ func localPort(r *http.Request) string {
 // attacker controls both); the Origin allow-list stops the second.
 func (a *API) checkHostAndOrigin(r *http.Request) *errorDetail {
 	if !a.hostAllowed(r, r.Host, "80") {
-		return &errorDetail{CodeForbidden, fmt.Sprintf("Host %q is not an address of this toolhost server; connect to it as localhost or 127.0.0.1 (other names need the operator to allow them)", r.Host)}
+		return &errorDetail{CodeForbidden, fmt.Sprintf("Host %q is not an address of this toolhost server; connect to it as localhost or 127.0.0.1 (other names need the operator to allow them)", strictjson.Shown(r.Host))}
 	}
 	origin := r.Header.Get("Origin")
 	if origin == "" {
@@ -176,5 +178,5 @@ func (a *API) checkHostAndOrigin(r *http.Request) *errorDetail {
 			return nil
 		}
 	}
-	return &errorDetail{CodeForbidden, fmt.Sprintf("requests from origin %q are not allowed: toolhost accepts only its own origin", origin)}
+	return &errorDetail{CodeForbidden, fmt.Sprintf("requests from origin %q are not allowed: toolhost accepts only its own origin", strictjson.Shown(origin))}
 }

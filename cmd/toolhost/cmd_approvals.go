@@ -52,7 +52,7 @@ func newApprovalsListCmd(g *globalOptions) *cobra.Command {
 				tw := tabwriter.NewWriter(g.stdout, 0, 4, 2, ' ', 0)
 				fmt.Fprintln(tw, "ID\tTOOL\tPLUGIN\tENTRY\tAGE\tARGUMENTS")
 				for _, p := range ps {
-					fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", p.ID, p.Tool, p.Plugin, p.Entry, time.Since(p.Since).Round(time.Second), oneLine(string(p.Arguments)))
+					fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", p.ID, p.Tool, p.Plugin, p.Entry, time.Since(p.Since).Round(time.Second), terminalSafe(oneLine(string(p.Arguments))))
 				}
 				return tw.Flush()
 			})

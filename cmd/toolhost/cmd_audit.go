@@ -90,7 +90,10 @@ func newAuditListCmd(g *globalOptions) *cobra.Command {
 				} else {
 					what += " (" + r.Entry + ")"
 				}
-				fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%s\t%s\n", r.Seq, r.Time.Local().Format("2006-01-02 15:04:05"), r.Kind, what, orDash(decision), orDash(by), orDash(outcome))
+				// terminalSafe: a tool name comes from a URL, a reason
+				// from whoever decided; neither may write to the terminal.
+				fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%s\t%s\n", r.Seq, r.Time.Local().Format("2006-01-02 15:04:05"), terminalSafe(r.Kind),
+					terminalSafe(what), terminalSafe(orDash(decision)), terminalSafe(orDash(by)), terminalSafe(orDash(outcome)))
 			}
 			return tw.Flush()
 		},

@@ -34,16 +34,16 @@ func newInspectCmd(g *globalOptions) *cobra.Command {
 			}
 			fmt.Fprintf(g.stdout, "name:        %s\nversion:     %s\nstate:       %s\n", p.Name, p.Version, p.State)
 			if p.Reason != "" {
-				fmt.Fprintf(g.stdout, "reason:      %s\n", p.Reason)
+				fmt.Fprintf(g.stdout, "reason:      %s\n", terminalSafe(p.Reason))
 			}
 			fmt.Fprintf(g.stdout, "digest:      %s\ninstalled:   %s\nsigned by:   %s\n", p.Digest, p.InstalledAt.Format("2006-01-02 15:04:05Z07:00"), strings.Join(p.Signers, ", "))
 			fmt.Fprintf(g.stdout, "limits:      memory %d pages, timeout %d ms, output %d bytes\n", p.Limits.MemoryPages, p.Limits.TimeoutMS, p.Limits.MaxOutputBytes)
-			fmt.Fprintf(g.stdout, "hosts:       %s\n", orNone(strings.Join(p.Permissions.AllowedHosts, ", ")))
+			fmt.Fprintf(g.stdout, "hosts:       %s\n", terminalSafe(orNone(strings.Join(p.Permissions.AllowedHosts, ", "))))
 			var paths []string
 			for hp, gp := range p.Permissions.AllowedPaths {
 				paths = append(paths, hp+" -> "+gp+" (read-only)")
 			}
-			fmt.Fprintf(g.stdout, "paths:       %s\n", orNone(strings.Join(paths, ", ")))
+			fmt.Fprintf(g.stdout, "paths:       %s\n", terminalSafe(orNone(strings.Join(paths, ", "))))
 			if m, err := plugin.ParseManifest(p.Manifest); err == nil {
 				fmt.Fprint(g.stdout, strings.TrimPrefix(hooksText(m), "\n"))
 				fmt.Fprint(g.stdout, settingsText(m))
@@ -53,7 +53,7 @@ func newInspectCmd(g *globalOptions) *cobra.Command {
 					}
 				}
 			}
-			fmt.Fprintf(g.stdout, "manifest (exact signed bytes):\n%s\n", strings.TrimRight(string(p.Manifest), "\n"))
+			fmt.Fprintf(g.stdout, "manifest (exact signed bytes; control and format characters escaped):\n%s\n", terminalSafeLines(strings.TrimRight(string(p.Manifest), "\n")))
 			return nil
 		},
 	}

@@ -124,16 +124,6 @@ func review(w io.Writer, b *plugin.Bundle) error {
 	return nil
 }
 
-// visible returns s, followed, when s holds anything outside printable
-// ASCII, by the same text with those characters escaped (\u{fe0f}): a
-// reviewer sees what a terminal would render as nothing or as a look-alike.
-func visible(s string) string {
-	if !hasNonASCII(s) {
-		return s
-	}
-	return s + "   [escaped: " + escapeNonASCII(s) + "]"
-}
-
 func hasNonASCII(s string) bool {
 	for _, r := range s {
 		if r > '~' || (r < ' ' && r != '\n' && r != '\t') {
@@ -160,7 +150,7 @@ func escapeNonASCII(s string) string {
 func toolGovernance(t *plugin.Tool) string {
 	var b strings.Builder
 	if len(t.OutputSchema) > 0 {
-		fmt.Fprintf(&b, "  output:      %s\n", oneLine(string(t.OutputSchema)))
+		fmt.Fprintf(&b, "  output:      %s\n", terminalSafe(oneLine(string(t.OutputSchema))))
 	}
 	if a := t.Annotations; a != nil {
 		var flags []string
@@ -189,7 +179,7 @@ func hooksText(m *plugin.Manifest) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "\nPOLICY PLUGIN: %d hook(s) see the arguments and results of other plugins' tools:\n", len(m.Hooks))
 	for _, h := range m.Hooks {
-		fmt.Fprintf(&b, "  %s %s (priority %d) sees tools %s\n", h.Event, h.Export, h.Priority, strings.Join(h.Tools, ", "))
+		fmt.Fprintf(&b, "  %s %s (priority %d) sees tools %s\n", terminalSafe(h.Event), terminalSafe(h.Export), h.Priority, terminalSafe(strings.Join(h.Tools, ", ")))
 	}
 	return b.String()
 }

@@ -235,7 +235,7 @@ func settingsText(m *plugin.Manifest) string {
 		if s.Prefix != "" {
 			prefix = fmt.Sprintf(" (prefix %q)", s.Prefix)
 		}
-		fmt.Fprintf(&b, "secret:   %s, sent as header %s%s only to %s\n", name, s.Header, prefix, strings.Join(s.Hosts, ", "))
+		fmt.Fprintf(&b, "secret:   %s, sent as header %s%s only to %s\n", terminalSafe(name), terminalSafe(s.Header), prefix, terminalSafe(strings.Join(s.Hosts, ", ")))
 	}
 	return b.String()
 }
