@@ -6,11 +6,11 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"strings"
-	"unicode/utf8"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/toolhost/toolhost/host"
 	"github.com/toolhost/toolhost/host/toolerr"
