@@ -150,7 +150,7 @@ var decisionShape = strictjson.Object{"decision": strictjson.Any{}, "reason": st
 func ParseDecision(body io.Reader) (approve bool, reason string, err error) {
 	data, err := io.ReadAll(io.LimitReader(body, maxDecisionBytes+1))
 	if err != nil {
-		return false, "", fmt.Errorf("%w: cannot read the decision: %v", errBadRequest, err)
+		return false, "", fmt.Errorf("%w: %w", ErrUnreadBody, err)
 	}
 	if len(data) > maxDecisionBytes {
 		return false, "", fmt.Errorf("%w: the decision is larger than %d KiB; give a shorter reason", ErrDecisionTooLarge, maxDecisionBytes>>10)
@@ -175,6 +175,10 @@ var errBadRequest = fmt.Errorf("bad request")
 
 // maxDecisionBytes bounds a decision's body (its reason, mostly).
 const maxDecisionBytes = 64 << 10
+
+// ErrUnreadBody is wrapped by ParseDecision's error, with the reader's,
+// when the body could not be read.
+var ErrUnreadBody = errors.New("cannot read the decision")
 
 // ErrDecisionTooLarge is wrapped by ParseDecision's error for a body over
 // its bound.

@@ -261,7 +261,7 @@ func (a *API) callTool(w http.ResponseWriter, r *http.Request) {
 			writeError(w, tooLarge(mbe.Limit))
 			return
 		}
-		writeError(w, toolerr.Errorf(CodeInvalidRequest, "cannot read the request body: %v", err))
+		writeError(w, bodyReadError(err))
 		return
 	}
 	args, perr := parseCallBody(body)

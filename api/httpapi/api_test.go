@@ -1,9 +1,12 @@
 package httpapi
 
 import (
+	"bufio"
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"reflect"
@@ -461,6 +464,41 @@ func TestCallOutlivesReadTimeout(t *testing.T) {
 	defer srv.Close()
 	if r := do(t, srv, "POST", "/v1/tools/slow/call", `{}`, ""); r.status != 200 {
 		t.Errorf("slow call: %d %s", r.status, r.body)
+	}
+}
+
+// A body that stalls past the read timeout is 408 request_timeout, with a
+// message that says what to do (not which socket timed out), on the call
+// route and the approval route.
+func TestStalledBodyIsRequestTimeout(t *testing.T) {
+	api, err := New(newFake(), Options{Token: testToken, Approvals: &govern.Approvals{}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer api.Close()
+	srv := httptest.NewUnstartedServer(nil)
+	srv.Config = NewServer(api, "", 0)
+	srv.Config.ReadTimeout = 200 * time.Millisecond
+	srv.Start()
+	defer srv.Close()
+	host := strings.TrimPrefix(srv.URL, "http://")
+	for _, path := range []string{"/v1/tools/echo/call", "/v1/approvals/x"} {
+		conn, err := net.Dial("tcp", host)
+		if err != nil {
+			t.Fatal(err)
+		}
+		fmt.Fprintf(conn, "POST %s HTTP/1.1\r\nHost: %s\r\nAuthorization: Bearer %s\r\nContent-Length: 100\r\n\r\n{\"arguments\":", path, host, testToken)
+		conn.SetReadDeadline(time.Now().Add(10 * time.Second))
+		resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
+		if err != nil {
+			t.Fatalf("%s: %v", path, err)
+		}
+		body, _ := io.ReadAll(resp.Body)
+		conn.Close()
+		if resp.StatusCode != http.StatusRequestTimeout || !strings.Contains(string(body), `"request_timeout"`) ||
+			!strings.Contains(string(body), "send the whole body") || strings.Contains(string(body), "tcp") {
+			t.Errorf("%s with a stalled body: %d %s", path, resp.StatusCode, body)
+		}
 	}
 }
 

@@ -3,7 +3,9 @@ package httpapi
 import (
 	"encoding/json"
 	"errors"
+	"io"
 	"net/http"
+	"os"
 
 	"github.com/toolhost/toolhost/host/toolerr"
 )
@@ -17,7 +19,21 @@ const (
 	CodeMethodNotAllowed toolerr.Code = "method_not_allowed"
 	CodeInvalidRequest   toolerr.Code = "invalid_request"
 	CodePayloadTooLarge  toolerr.Code = "payload_too_large"
+	CodeRequestTimeout   toolerr.Code = "request_timeout"
 )
+
+// bodyReadError is the error for a request body that could not be read:
+// 408 when the client did not send it within the server's read timeout
+// (30 s), else 400; the message says what to do, not which socket failed.
+func bodyReadError(err error) *toolerr.Error {
+	if errors.Is(err, os.ErrDeadlineExceeded) {
+		return toolerr.Errorf(CodeRequestTimeout, "the request body did not arrive within the server's read timeout (30 s): send the whole body at once, with a Content-Length or a finished chunked encoding")
+	}
+	if errors.Is(err, io.ErrUnexpectedEOF) {
+		return toolerr.Errorf(CodeInvalidRequest, "the request body ended before its declared length: send the whole body")
+	}
+	return toolerr.Errorf(CodeInvalidRequest, "cannot read the request body (%v): send it again", err)
+}
 
 // statusFor maps an error code to its HTTP status.
 //
@@ -42,6 +58,8 @@ func statusFor(code toolerr.Code) int {
 		return http.StatusBadRequest
 	case CodePayloadTooLarge:
 		return http.StatusRequestEntityTooLarge
+	case CodeRequestTimeout:
+		return http.StatusRequestTimeout
 	case toolerr.CodeBusy:
 		return http.StatusTooManyRequests
 	case toolerr.CodeTimeout:

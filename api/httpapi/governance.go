@@ -27,11 +27,14 @@ func (a *API) governanceRoutes(authed func(string, http.Handler)) {
 		authed("POST /v1/approvals/{id}", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			approve, reason, err := control.ParseDecision(r.Body)
 			if err != nil {
-				code := CodeInvalidRequest
-				if errors.Is(err, control.ErrDecisionTooLarge) {
-					code = CodePayloadTooLarge
+				switch {
+				case errors.Is(err, control.ErrDecisionTooLarge):
+					writeError(w, toolerr.Errorf(CodePayloadTooLarge, "%v", err))
+				case errors.Is(err, control.ErrUnreadBody):
+					writeError(w, bodyReadError(err))
+				default:
+					writeError(w, toolerr.Errorf(CodeInvalidRequest, "%v", err))
 				}
-				writeError(w, toolerr.Errorf(code, "%v", err))
 				return
 			}
 			if err := a.opts.Approvals.Decide(r.PathValue("id"), approve, reason); err != nil {
