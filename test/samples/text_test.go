@@ -73,6 +73,39 @@ func TestTextTools(t *testing.T) {
 	}
 }
 
+// Every text the schema admits (maxLength 100,000) runs within the
+// plugin's signed memory limit, in its costliest forms: escaped in the
+// arguments, many words, characters the result must escape again.
+func TestTextToolsAtSchemaMaximum(t *testing.T) {
+	h := textHost(t)
+	const n = 100_000
+	for _, c := range []struct{ name, tool, text, to string }{
+		{"é", "word_count", strings.Repeat("é", n), ""},
+		{"escaped é", "word_count", strings.Repeat(`\u00e9`, n), ""},
+		{"newlines", "word_count", strings.Repeat(`\n`, n), ""},
+		{"title of many words", "change_case", strings.Repeat("a ", n/2), "title"},
+		{"upper of escaped controls", "change_case", strings.Repeat(`\u0001`, n), "upper"},
+		{"title of é", "change_case", strings.Repeat("é", n), "title"},
+		{"upper of escaped surrogate pairs", "change_case", strings.Repeat(`\ud83d\ude00`, 87_000), "upper"}, // 1 MiB of arguments, the host's bound
+		{"slug", "slugify", strings.Repeat("é ", 5_000), ""},
+	} {
+		args := `{"text":"` + c.text + `"`
+		if c.to != "" {
+			args += `,"to":"` + c.to + `"`
+		}
+		out, err := h.Call(context.Background(), c.tool, []byte(args+"}"))
+		if err != nil {
+			t.Errorf("%s: %v", c.name, err)
+			continue
+		}
+		var in, text struct{ Text string }
+		json.Unmarshal([]byte(args+"}"), &in)
+		if want := utf8.RuneCountInString(in.Text); c.tool == "change_case" && (json.Unmarshal(out, &text) != nil || utf8.RuneCountInString(text.Text) != want) {
+			t.Errorf("%s: %d characters back, want %d", c.name, utf8.RuneCountInString(text.Text), want)
+		}
+	}
+}
+
 func TestTextToolsRefuse(t *testing.T) {
 	h := textHost(t)
 	// The host checks the schema before the guest runs.
