@@ -144,6 +144,20 @@ func (p *parking) add(id string, c *parkedCall) bool {
 	return true
 }
 
+// takeSession removes and returns the calls parked by session id.
+func (p *parking) takeSession(id string) []*parkedCall {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	var out []*parkedCall
+	for state, c := range p.calls {
+		if c.session != nil && c.session.ID() == id {
+			out = append(out, c)
+			delete(p.calls, state)
+		}
+	}
+	return out
+}
+
 func (p *parking) take(id string) *parkedCall {
 	p.mu.Lock()
 	defer p.mu.Unlock()

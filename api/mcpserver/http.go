@@ -34,6 +34,9 @@ type HTTPOptions struct {
 	// ResumeKeep is how long a call's stream stays resumable after its
 	// answer was sent; 0 means 2 minutes.
 	ResumeKeep time.Duration
+	// MaxSessions bounds the 2025-11-25 sessions open at once; an
+	// initialize beyond it gets 503. 0 means DefaultMaxSessions.
+	MaxSessions int
 
 	events *eventStore // tests: the store to use, to watch what it holds
 }
@@ -72,6 +75,9 @@ func (s *Server) Handler(opts HTTPOptions) http.Handler {
 	if opts.MaxBodyBytes <= 0 {
 		opts.MaxBodyBytes = 1 << 20
 	}
+	if opts.MaxSessions <= 0 {
+		opts.MaxSessions = DefaultMaxSessions
+	}
 	server := func(*http.Request) *mcp.Server { return s.mcp }
 	statefulOpts := &mcp.StreamableHTTPOptions{
 		Logger:                     s.log,
@@ -101,6 +107,9 @@ func (s *Server) Handler(opts HTTPOptions) http.Handler {
 			if r.Method == http.MethodGet {
 				liftWriteDeadline(w)
 			}
+			if id := r.Header.Get("Mcp-Session-Id"); r.Method == http.MethodDelete && id != "" {
+				s.endSession(id)
+			}
 			stateful.ServeHTTP(w, r)
 			return
 		}
@@ -118,6 +127,10 @@ func (s *Server) Handler(opts HTTPOptions) http.Handler {
 				r.Header.Set("Mcp-Method", peek.method)
 			}
 			stateless.ServeHTTP(w, r)
+			return
+		}
+		// An initialize: it opens a session.
+		if s.tooManySessions(w, opts.MaxSessions) {
 			return
 		}
 		stateful.ServeHTTP(w, r)

@@ -74,7 +74,8 @@ type Server struct {
 	done      chan struct{}
 	closeOnce sync.Once
 
-	parked parking // calls waiting for their client's approval (elicit.go)
+	parked parking      // calls waiting for their client's approval (elicit.go)
+	calls  sessionCalls // calls running in each HTTP session (sessions.go)
 }
 
 // New returns a server that serves b's tools now and follows b.Changed
@@ -257,6 +258,13 @@ func (s *Server) callTool(ctx context.Context, req *mcp.CallToolRequest) (*mcp.C
 	if host.EntryOf(ctx) == host.EntryGo {
 		// Only Run labels its sessions; everything else came through Handler.
 		ctx = host.WithEntry(ctx, host.EntryMCPHTTP)
+	}
+	if req.Session != nil {
+		if id := req.Session.ID(); id != "" {
+			var forget func()
+			ctx, forget = s.calls.track(ctx, id)
+			defer forget()
+		}
 	}
 	var progress *progressStream
 	tok := req.Params.GetProgressToken()
