@@ -110,7 +110,7 @@ func New(b Backend, version string, opts ...Option) *Server {
 	})
 	// Added after the SDK's own multi-round-trip middleware, so around it:
 	// settleParked sees how the SDK's round trip with the client ended.
-	s.mcp.AddReceivingMiddleware(s.trackLevels, boundErrors, s.settleParked)
+	s.mcp.AddReceivingMiddleware(s.trackLevels, boundErrors, s.settleParked, s.unknownTools)
 	changed := s.sync()
 	go s.watch(changed)
 	return s
@@ -131,6 +131,37 @@ func boundErrors(next mcp.MethodHandler) mcp.MethodHandler {
 			return res, &jsonrpc.Error{Code: we.Code, Message: toolerr.Bound(we.Message), Data: we.Data}
 		}
 		return res, errors.New(toolerr.Bound(err.Error()))
+	}
+}
+
+// unknownTools sends a tools/call for a name the backend does not have
+// through the backend's pipeline, which records it (tool_not_found) as
+// every other entry point's; the SDK would refuse it before any handler
+// runs, and the audit log would not know the call was made. The answer is
+// the SDK's: a JSON-RPC invalid-params error. A tool installed since the
+// last sync runs and answers. A tool the backend has but MCP left out (a
+// definition the SDK refuses) is refused by the SDK, as before.
+func (s *Server) unknownTools(next mcp.MethodHandler) mcp.MethodHandler {
+	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+		r, ok := req.(*mcp.CallToolRequest)
+		if method != "tools/call" || !ok || r.Params == nil {
+			return next(ctx, method, req)
+		}
+		s.mu.Lock()
+		_, served := s.served[r.Params.Name]
+		_, known := s.plugins[r.Params.Name]
+		s.mu.Unlock()
+		if served || known {
+			return next(ctx, method, req)
+		}
+		if host.EntryOf(ctx) == host.EntryGo {
+			ctx = host.WithEntry(ctx, host.EntryMCPHTTP)
+		}
+		res, err := s.b.Call(ctx, r.Params.Name, r.Params.Arguments)
+		if toolerr.CodeOf(err) == toolerr.CodeToolNotFound {
+			return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: toolerr.Bound(fmt.Sprintf("unknown tool %q: list the tools (tools/list) and call one of them", r.Params.Name))}
+		}
+		return s.answer(ctx, r, res, err), nil
 	}
 }
 

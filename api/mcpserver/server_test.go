@@ -426,3 +426,29 @@ func sameJSON(t *testing.T, got any, want string) bool {
 	}
 	return reflect.DeepEqual(a, b)
 }
+
+// A tools/call for a tool that does not exist reaches the backend, whose
+// pipeline records it as every entry point's, and is answered as the SDK
+// would (invalid params). A tool the backend has but MCP left out (a
+// definition the SDK refuses) is not called.
+func TestUnknownToolReachesTheBackend(t *testing.T) {
+	b := newFake(tool("echo", echoSchema), tool("odd", `{"type":"array"}`))
+	b.answer("odd", func([]byte) (json.RawMessage, error) { return json.RawMessage(`"ran"`), nil })
+	s := New(b, "dev")
+	defer s.Close()
+	cs := connectIO(t, s, nil)
+	_, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "nope", Arguments: map[string]any{"a": 1}})
+	var we *jsonrpc.Error
+	if !errors.As(err, &we) || we.Code != jsonrpc.CodeInvalidParams || !strings.Contains(we.Message, `unknown tool "nope"`) {
+		t.Fatalf("CallTool(nope) = %v, want invalid params naming the tool", err)
+	}
+	if got := string(b.argsOf("nope")); got != `{"a":1}` {
+		t.Errorf("the backend saw %q for nope, want the call with its arguments", got)
+	}
+	if _, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "odd"}); err == nil {
+		t.Error("a tool MCP left out was called")
+	}
+	if b.argsOf("odd") != nil {
+		t.Error("the backend ran a tool MCP left out")
+	}
+}

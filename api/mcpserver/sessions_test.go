@@ -3,6 +3,7 @@ package mcpserver
 import (
 	"context"
 	"encoding/json"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -45,7 +46,13 @@ func TestHTTPDeleteSessionCancelsItsCalls(t *testing.T) {
 	srv := httptest.NewServer(s.Handler(HTTPOptions{}))
 	defer srv.Close()
 	h := openSession(t, srv.URL)
-	go postMCP(t, srv.URL, h, `{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"slow","arguments":{}}}`)
+	go func() {
+		resp, err := http.DefaultClient.Do(mcpRequest(http.MethodPost, srv.URL, h, `{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"slow","arguments":{}}}`))
+		if err == nil {
+			io.Copy(io.Discard, resp.Body)
+			resp.Body.Close()
+		}
+	}()
 	<-started
 	start := time.Now()
 	resp, err := http.DefaultClient.Do(mcpRequest(http.MethodDelete, srv.URL, h, ""))
