@@ -3,8 +3,11 @@ package mcpserver
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
+	"regexp"
+	"strings"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -113,8 +116,17 @@ func (s *Server) Handler(opts HTTPOptions) http.Handler {
 			stateful.ServeHTTP(w, r)
 			return
 		}
+		version := r.Header.Get("Mcp-Protocol-Version")
+		if version != "" && !revisionRE.MatchString(version) {
+			// Revisions are dates; "latest" or "v2" would otherwise be
+			// routed by a string comparison and get a misleading answer.
+			w.Header().Set("Content-Type", "application/json")
+			w.WriteHeader(http.StatusBadRequest)
+			fmt.Fprintf(w, `{"jsonrpc":"2.0","id":null,"error":{"code":-32600,"message":"MCP-Protocol-Version %s is not a protocol revision: send 2025-11-25 or 2026-07-28 (a date), or leave the header out on initialize"}}`, jsonQuoted(version))
+			return
+		}
 		peek := peekRequest(r, opts.MaxBodyBytes)
-		if r.Header.Get("Mcp-Protocol-Version") >= statelessRevision || peek.method == "server/discover" || peek.metaVersion != "" {
+		if version >= statelessRevision || peek.method == "server/discover" || peek.metaVersion != "" {
 			if peek.method == "subscriptions/listen" {
 				liftWriteDeadline(w)
 			}
@@ -135,6 +147,18 @@ func (s *Server) Handler(opts HTTPOptions) http.Handler {
 		}
 		stateful.ServeHTTP(w, r)
 	})
+}
+
+// revisionRE is the shape of an MCP protocol revision (a date).
+var revisionRE = regexp.MustCompile(`^[0-9]{4}-[0-9]{2}-[0-9]{2}$`)
+
+// jsonQuoted is s as a JSON string, at most 64 bytes of it.
+func jsonQuoted(s string) string {
+	if len(s) > 64 {
+		s = strings.ToValidUTF8(s[:64], "") + "…"
+	}
+	b, _ := json.Marshal(s)
+	return string(b)
 }
 
 func liftWriteDeadline(w http.ResponseWriter) {

@@ -118,3 +118,21 @@ func FuzzPeekRequest(f *testing.F) {
 		}
 	})
 }
+
+// A protocol version header that is not a revision (a date) is refused as
+// such, whatever it would compare as.
+func TestHTTPProtocolVersionMustBeARevision(t *testing.T) {
+	s := New(newFake(), "dev")
+	defer s.Close()
+	srv := httptest.NewServer(s.Handler(HTTPOptions{}))
+	defer srv.Close()
+	for _, v := range []string{"zzz", "latest", "v2", "2026-07-28x", strings.Repeat("9", 200)} {
+		resp, body := postMCP(t, srv.URL, http.Header{"Mcp-Protocol-Version": {v}}, legacyInitialize)
+		if resp.StatusCode != http.StatusBadRequest || !strings.Contains(body, "not a protocol revision") || len(body) > 400 {
+			t.Errorf("MCP-Protocol-Version %.20q: %d %s", v, resp.StatusCode, body)
+		}
+	}
+	if resp, body := postMCP(t, srv.URL, http.Header{"Mcp-Protocol-Version": {"2025-11-25"}}, legacyInitialize); resp.StatusCode != http.StatusOK {
+		t.Errorf("a revision: %d %s", resp.StatusCode, body)
+	}
+}
