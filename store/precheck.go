@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"runtime/debug"
 	"strings"
+	"syscall"
 
 	badger "github.com/dgraph-io/badger/v4"
 	"github.com/dgraph-io/badger/v4/options"
@@ -45,6 +46,24 @@ func precheck(opts badger.Options, log func(msg string, args ...any)) error {
 		return err
 	}
 	return removeEmptyLogs(opts.Dir, log)
+}
+
+// openAdvice says what to do about err, a failure of badger to open the
+// store in dir. badger flattens the errors it wraps into text, so the
+// cause is found in the text as well as in the chain, and by asking the
+// kernel whether dir can be written. Only what is left may be damage.
+func openAdvice(dir string, err error) string {
+	has := func(errno syscall.Errno) bool {
+		return errors.Is(err, errno) || strings.Contains(err.Error(), errno.Error())
+	}
+	access := unix.Access(dir, unix.W_OK)
+	switch {
+	case has(syscall.EROFS) || access == unix.EROFS:
+		return "the store is on a read-only file system: remount it read-write, or use a toolhost home on a writable file system"
+	case has(syscall.EACCES) || has(syscall.EPERM) || access == unix.EACCES:
+		return fmt.Sprintf("this user (uid %d) may not write the store: run toolhost as the owner of its home, or give this user write access to %s and the files in it", os.Geteuid(), dir)
+	}
+	return "if the store is damaged, restore the store directory from a backup"
 }
 
 // lockedError is ErrLocked for the store in dir.

@@ -90,7 +90,7 @@ func Open(dir string, log *slog.Logger) (st *Store, err error) {
 		if strings.Contains(err.Error(), "Cannot acquire directory lock") {
 			return nil, lockedError(dir)
 		}
-		return nil, fmt.Errorf("store: open %s: %w; restore the store directory from a backup", dir, err)
+		return nil, fmt.Errorf("store: open %s: %w; %s", dir, err, openAdvice(dir, err))
 	}
 	s := &Store{db: db, dir: dir, keyPath: dir + ".key"}
 	if err := s.loadStateKey(); err != nil {
