@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/toolhost/toolhost/host"
+	"github.com/toolhost/toolhost/host/audit"
 )
 
 // An interrupted command exits with exitInterrupted, not as a refusal.
@@ -17,5 +18,12 @@ func TestInterruptedExitCode(t *testing.T) {
 		if got := exitCode(err); got != exitInterrupted {
 			t.Errorf("exitCode(%v) = %d, want %d", err, got, exitInterrupted)
 		}
+	}
+}
+
+// A deleted audit log is damage, like a broken one: exit 3.
+func TestMissingAuditLogExitCode(t *testing.T) {
+	if got := exitCode(fmt.Errorf("%w: gone", audit.ErrLogMissing)); got != exitRefused {
+		t.Errorf("exitCode(ErrLogMissing) = %d, want %d", got, exitRefused)
 	}
 }
