@@ -11,4 +11,7 @@ var (
 	ErrInvalidModule    = errors.New("host: the wasm module was refused")
 	ErrGrantUnavailable = errors.New("host: a file grant of the plugin cannot be opened")
 	ErrWidening         = errors.New("host: the upgrade widens the plugin's permissions and needs confirmation")
+	// ErrInterrupted: the install's context ended (Ctrl-C) before it
+	// finished; nothing was installed. The error also wraps ctx.Err().
+	ErrInterrupted = errors.New("host: interrupted")
 )

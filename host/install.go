@@ -63,6 +63,10 @@ func (h *Host) Install(ctx context.Context, b *plugin.Bundle, opts InstallOption
 		return rep, err
 	}
 	m := b.Manifest()
+	// The last moment an interrupted install can still change nothing.
+	if err := ctx.Err(); err != nil {
+		return rep, interrupted(m, err)
+	}
 	sum := b.WasmSHA256()
 	rec := store.PluginRecord{
 		Name: m.Name, Version: m.Version, Digest: rep.Digest, Manifest: b.ManifestBytes,
@@ -132,8 +136,15 @@ func (h *Host) checkVersion(m *plugin.Manifest, digest signing.Digest, opts Inst
 	case c < 0:
 		return fmt.Errorf("%w: %s %s is older than %s, the highest version installed before (possibly since removed); pass --allow-downgrade if you really mean to roll back", ErrDowngrade, m.Name, m.Version, hw)
 	case c == 0:
-		if prev, err := h.opts.Store.Plugin(m.Name); err == nil && !prev.Digest.Equal(digest) {
+		prev, err := h.opts.Store.Plugin(m.Name)
+		switch {
+		case err != nil || prev.Digest.Equal(digest):
+		case prev.Version == m.Version:
 			return fmt.Errorf("%w: %s %s is already installed with different content; the publisher must bump the version (or pass --allow-downgrade to replace it)", ErrDowngrade, m.Name, m.Version)
+		default:
+			// 1.0.0+build over 1.0.0: build metadata does not order
+			// versions, so this is the installed version, rebuilt.
+			return fmt.Errorf("%w: %s %s has the same version precedence as the installed %s %s (build metadata after '+' does not count) but different content; the publisher must bump the version (or pass --allow-downgrade to replace it)", ErrDowngrade, m.Name, m.Version, m.Name, prev.Version)
 		}
 	}
 	return nil
@@ -159,6 +170,11 @@ func (h *Host) checkModule(ctx context.Context, b *plugin.Bundle) error {
 	l := &loaded{name: m.Name, digest: b.Digest(), manifest: m, wasm: b.Wasm}
 	mod, err := h.opts.Engine.Compile(ctx, l.spec(h.opts.AllowPrivateNetwork))
 	if err != nil {
+		// The compile failed because the caller went away (Ctrl-C), not
+		// because of the module: say so, not "refused".
+		if cerr := ctx.Err(); cerr != nil {
+			return interrupted(m, cerr)
+		}
 		var se *toolerr.Error
 		if errors.As(err, &se) && se.Code == toolerr.CodePermissionDenied {
 			return fmt.Errorf("%w: %s; create it, or get a build of the plugin that grants an existing directory", ErrGrantUnavailable, se.Message)
@@ -169,6 +185,12 @@ func (h *Host) checkModule(ctx context.Context, b *plugin.Bundle) error {
 		return fmt.Errorf("%w: %v", ErrInvalidModule, err)
 	}
 	return mod.Close(ctx)
+}
+
+// interrupted is the error of an install whose context ended with cause.
+func interrupted(m *plugin.Manifest, cause error) error {
+	return fmt.Errorf("%w: installing %s %s stopped before it finished (%w); nothing was installed, run the command again to install it",
+		ErrInterrupted, m.Name, m.Version, cause)
 }
 
 // Remove uninstalls a plugin. Its rollback high-water mark is kept.

@@ -7,6 +7,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"testing"
 
 	"golang.org/x/sys/unix"
@@ -93,5 +94,27 @@ func TestOpenOnFullDiskIsAnError(t *testing.T) {
 	_, err := store.Open(filepath.Join(fs, "store"), nil)
 	if !errors.Is(err, store.ErrNoSpace) {
 		t.Fatalf("Open on a full disk: %v, want ErrNoSpace", err)
+	}
+}
+
+// A store on a file system remounted read-only is refused with advice
+// about the file system, not sent to the backups.
+func TestReadOnlyStoreAdvice(t *testing.T) {
+	fs := smallFilesystem(t, 64)
+	dir := filepath.Join(fs, "store")
+	st, err := store.Open(dir, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st.Close()
+	if out, err := exec.Command("mount", "-o", "remount,ro", fs).CombinedOutput(); err != nil {
+		t.Skipf("cannot remount read-only: %v %s", err, out)
+	}
+	_, err = store.Open(dir, nil)
+	if err == nil {
+		t.Fatal("a store on a read-only file system opened")
+	}
+	if msg := err.Error(); !strings.Contains(msg, "read-only file system: remount it read-write") || strings.Contains(msg, "backup") {
+		t.Fatalf("read-only store: %v", err)
 	}
 }

@@ -82,18 +82,15 @@ func Open(dir string, log *slog.Logger) (st *Store, err error) {
 		WithIndexCacheSize(4 << 20).
 		WithNumCompactors(2).
 		WithCompactL0OnClose(true)
-	if err := checkTables(opts); err != nil {
-		return nil, err
-	}
-	if err := removeEmptyLogs(dir, badgerLogger{log}.warn); err != nil {
+	if err := precheck(opts, badgerLogger{log}.warn); err != nil {
 		return nil, err
 	}
 	db, err := openBadger(opts)
 	if err != nil {
 		if strings.Contains(err.Error(), "Cannot acquire directory lock") {
-			return nil, fmt.Errorf("%w (%s); stop it or run this command through it", ErrLocked, dir)
+			return nil, lockedError(dir)
 		}
-		return nil, fmt.Errorf("store: open %s: %w; restore the store directory from a backup", dir, err)
+		return nil, fmt.Errorf("store: open %s: %w; %s", dir, err, openAdvice(dir, err))
 	}
 	s := &Store{db: db, dir: dir, keyPath: dir + ".key"}
 	if err := s.loadStateKey(); err != nil {

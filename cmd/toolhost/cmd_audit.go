@@ -2,12 +2,14 @@ package main
 
 import (
 	"bytes"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"os"
 	"path/filepath"
+	"strings"
 	"text/tabwriter"
 	"time"
 
@@ -35,13 +37,23 @@ records cut from the end too. These commands only read the file.`,
 
 func (g *globalOptions) auditPath() string { return filepath.Join(g.home, audit.FileName) }
 
-// openAuditFile opens the log for reading; a missing log reads as empty.
+// openAuditFile opens the log for reading. A missing log reads as empty
+// only in a home where toolhost never opened the store (the log is created
+// with it): beside a store, it was deleted or moved, which must not pass
+// for an intact empty log. A home that does not exist is an error too: a
+// mistyped --home would otherwise verify as intact.
 func (g *globalOptions) openAuditFile() (io.ReadCloser, error) {
 	f, err := os.Open(g.auditPath())
-	if errors.Is(err, os.ErrNotExist) {
-		return io.NopCloser(bytes.NewReader(nil)), nil
+	if !errors.Is(err, os.ErrNotExist) {
+		return f, err
 	}
-	return f, err
+	if _, err := os.Stat(g.home); errors.Is(err, os.ErrNotExist) {
+		return nil, fmt.Errorf("the toolhost home %s does not exist, so there is no audit log to read; point --home or TOOLHOST_HOME at the home whose log you mean", g.home)
+	}
+	if _, err := os.Stat(filepath.Join(g.home, "store")); err == nil {
+		return nil, fmt.Errorf("%w: %s does not exist, but the home has a store, so toolhost kept a log here and it was deleted or moved; restore it from a backup and check it with `toolhost audit verify --head` and a head you kept", audit.ErrLogMissing, g.auditPath())
+	}
+	return io.NopCloser(bytes.NewReader(nil)), nil
 }
 
 func newAuditListCmd(g *globalOptions) *cobra.Command {
@@ -125,6 +137,12 @@ a hash you kept from ` + "`toolhost audit head`" + ` to catch that too.`,
 		Example: "  toolhost audit verify\n  toolhost audit verify --head \"$(cat ~/audit-head.txt)\"",
 		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if head != "" {
+				if _, err := hex.DecodeString(head); err != nil || len(head) != 64 {
+					return usagef("--head must be 64 hex digits, the output of `toolhost audit head`; got %q", head)
+				}
+				head = strings.ToLower(head)
+			}
 			f, err := g.openAuditFile()
 			if err != nil {
 				return err

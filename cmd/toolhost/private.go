@@ -45,11 +45,13 @@ func privateInfo(path, what string, fi os.FileInfo) error {
 // a parent can swap the whole home, but a refusal there would break
 // homes under shared directories that are set up on purpose.
 func (g *globalOptions) checkHome() error {
-	if err := checkPrivate(g.home, "the toolhost home"); err != nil {
-		return err
-	}
+	// What it is comes before who may write it: "chmod go-w /dev/null"
+	// is no answer to a home that is not a directory.
 	if fi, err := os.Stat(g.home); err == nil && !fi.IsDir() {
 		return fmt.Errorf("the toolhost home %s is not a directory; point --home or TOOLHOST_HOME at a directory (toolhost makes it if it does not exist)", g.home)
+	}
+	if err := checkPrivate(g.home, "the toolhost home"); err != nil {
+		return err
 	}
 	if err := checkPrivate(filepath.Join(g.home, "store"), "the store directory"); err != nil {
 		return err

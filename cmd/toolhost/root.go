@@ -36,6 +36,9 @@ const (
 	exitToolError = 4 // the tool ran (or was asked to run) and failed
 	exitNotFound  = 5 // no such tool, plugin or key
 	exitBusy      = 6 // the store is held by another process
+	// exitInterrupted: Ctrl-C or SIGTERM stopped the command before it
+	// finished (128 + SIGINT, as shells report it).
+	exitInterrupted = 130
 )
 
 // globalOptions are the flags every command shares, and its I/O.
@@ -189,7 +192,9 @@ func exitCode(err error) int {
 		return exitToolError
 	case errors.Is(err, store.ErrLocked):
 		return exitBusy
-	case errors.As(err, new(*audit.BadRecordError)):
+	case errors.Is(err, host.ErrInterrupted), errors.Is(err, context.Canceled):
+		return exitInterrupted
+	case errors.As(err, new(*audit.BadRecordError)), errors.Is(err, audit.ErrLogMissing):
 		return exitRefused
 	case errors.Is(err, host.ErrNotInstalled), errors.Is(err, store.ErrNotFound), errors.Is(err, govern.ErrNoSuchApproval):
 		return exitNotFound

@@ -23,6 +23,11 @@ func (e *BadRecordError) Error() string {
 	return fmt.Sprintf("audit log broken at line %d (record seq %d): %s", e.Line, e.Seq, e.Reason)
 }
 
+// ErrLogMissing: there is no log where toolhost has run and kept one. A
+// log that was never written reads as empty; one that was deleted must
+// not (the caller knows which, e.g. from the store beside it).
+var ErrLogMissing = errors.New("audit: the audit log is missing")
+
 // Summary is what an intact log holds.
 type Summary struct {
 	Records uint64

@@ -6,14 +6,27 @@
 // high-water mark and pre-validated exactly like `toolhost plugin install`;
 // an upgrade that widens permissions is refused (with the changes in the
 // log) and waits for an operator's `toolhost plugin install --yes`, never
-// applied silently. A bundle deleted from the directory uninstalls the
-// plugin it installed. A bad bundle is refused with its reason while the
+// applied silently. A bad bundle is refused with its reason while the
 // other plugins keep serving; it is retried only when the file changes.
+// Only regular files (or links to them) are read: a FIFO, socket or device
+// named *.plugin is skipped with a logged reason, without being opened for
+// long enough to block, so it never stalls the other bundles or shutdown.
+//
+// Which plugins a deleted bundle removes: a file owns a plugin only when
+// the watcher installed or upgraded that plugin from it in this run. A
+// bundle deleted from the directory uninstalls the plugin it owns, and
+// nothing else. A file whose bundle is already installed exactly
+// ("already installed" in the log) owns nothing: an operator who drops a
+// copy of a plugin installed with `toolhost plugin install` into the
+// directory, and later deletes the copy, expects the plugin to stay as the
+// CLI left it. To hand such a plugin over to the directory, remove it with
+// the CLI, then touch the file.
 //
 // What it does not do: it never removes a plugin it did not install from
 // the directory (one installed with the CLI stays), and it keeps no state
-// across restarts — a bundle deleted while the host was down leaves its
-// plugin installed. It polls (Interval, default 250 ms) rather than using
+// across restarts — after a restart, the bundles already in the directory
+// match what is installed and so own nothing; deleting one then, or while
+// the host was down, leaves its plugin installed. It polls (Interval, default 250 ms) rather than using
 // inotify, so it works the same on every file system, network mounts
 // included; a file is read once its size and modification time have held
 // still for one poll, so a bundle being copied is not read half-written.
@@ -27,6 +40,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/toolhost/toolhost/host"
@@ -55,6 +69,7 @@ type Options struct {
 type fileState struct {
 	size    int64
 	modTime time.Time
+	mode    os.FileMode // type bits only
 	// settled: the file held still for a poll and was processed; it is
 	// not looked at again until its size or time changes.
 	settled bool
@@ -118,19 +133,28 @@ func (w *Watcher) Scan(ctx context.Context) {
 		if e.IsDir() || !strings.HasSuffix(e.Name(), ".plugin") || strings.HasPrefix(e.Name(), ".") {
 			continue
 		}
-		fi, err := e.Info()
+		// Stat follows a symbolic link, so a link to a bundle is read like
+		// the bundle; it never opens anything, so it cannot block.
+		fi, err := os.Stat(filepath.Join(w.opts.Dir, e.Name()))
 		if err != nil {
-			continue // deleted between ReadDir and Info: the next scan sees it gone
+			continue // deleted between ReadDir and Stat (or a dangling link): the next scan sees it gone
 		}
 		present[e.Name()] = true
 		st, seen := w.files[e.Name()]
-		if !seen || st.size != fi.Size() || !st.modTime.Equal(fi.ModTime()) {
+		if !seen || st.size != fi.Size() || !st.modTime.Equal(fi.ModTime()) || st.mode != fi.Mode().Type() {
 			// New or changed: wait one poll for it to hold still.
 			prev := ""
 			if seen {
 				prev = st.plugin
 			}
-			w.files[e.Name()] = &fileState{size: fi.Size(), modTime: fi.ModTime(), plugin: prev}
+			st = &fileState{size: fi.Size(), modTime: fi.ModTime(), mode: fi.Mode().Type(), plugin: prev}
+			w.files[e.Name()] = st
+			if !fi.Mode().IsRegular() {
+				// A FIFO, socket or device: opening one can block until a
+				// writer appears, and reading one never ends. Say so once.
+				st.settled = true
+				w.refuseNotRegular(e.Name(), fi.Mode())
+			}
 			continue
 		}
 		if !st.settled {
@@ -150,9 +174,21 @@ func (w *Watcher) Scan(ctx context.Context) {
 func (w *Watcher) install(ctx context.Context, file string, st *fileState) {
 	log := w.opts.Logger.With("file", filepath.Join(w.opts.Dir, file))
 	path := filepath.Join(w.opts.Dir, file)
-	f, err := os.Open(path)
+	// O_NONBLOCK: the file may have been swapped for a FIFO since it was
+	// looked at, and opening a FIFO without it waits for a writer —
+	// forever, holding up every other bundle and shutdown.
+	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK, 0)
 	if err != nil {
-		log.Error("watch: refused bundle", "reason", err.Error())
+		log.Error("watch: refused bundle", "reason", err.Error(), "do", "make the file readable by this user, then touch it to retry")
+		return
+	}
+	if fi, err := f.Stat(); err != nil || !fi.Mode().IsRegular() {
+		f.Close()
+		if err != nil {
+			log.Error("watch: refused bundle", "reason", err.Error(), "do", "replace the file with an intact bundle")
+			return
+		}
+		w.refuseNotRegular(file, fi.Mode())
 		return
 	}
 	b, err := plugin.Decode(f)
@@ -177,15 +213,52 @@ func (w *Watcher) install(ctx context.Context, file string, st *fileState) {
 			"do", "fix the cause (e.g. trust the signer), then replace or touch the file to retry")
 		return
 	}
-	st.plugin = m.Name
-	switch {
-	case rep.Unchanged:
-		log.Info("watch: already installed", "plugin", m.Name, "version", m.Version, "digest", rep.Digest.Short())
-	case rep.Previous != nil:
-		log.Info("watch: upgraded", "plugin", m.Name, "from", rep.Previous.Version, "to", m.Version, "digest", rep.Digest.Short(), "changes", changesText(rep.Changes))
-	default:
-		log.Info("watch: installed", "plugin", m.Name, "version", m.Version, "digest", rep.Digest.Short(), "tools", len(m.Tools))
+	if rep.Unchanged {
+		// The file matches what is installed: the watcher changed
+		// nothing, so the file takes no ownership — deleting it must not
+		// remove a plugin someone installed with the CLI. A file that
+		// installed this plugin earlier in this run (touched, or
+		// rewritten with the same bundle) keeps owning it.
+		if st.plugin == m.Name {
+			log.Info("watch: already installed", "plugin", m.Name, "version", m.Version, "digest", rep.Digest.Short())
+			return
+		}
+		st.plugin = ""
+		log.Info("watch: already installed, not by this directory; deleting the file will leave it installed", "plugin", m.Name,
+			"version", m.Version, "digest", rep.Digest.Short(),
+			"do", fmt.Sprintf("to manage it from this directory: toolhost plugin remove %s, then touch the file", m.Name))
+		return
 	}
+	st.plugin = m.Name
+	if rep.Previous != nil {
+		log.Info("watch: upgraded", "plugin", m.Name, "from", rep.Previous.Version, "to", m.Version, "digest", rep.Digest.Short(), "changes", changesText(rep.Changes))
+		return
+	}
+	log.Info("watch: installed", "plugin", m.Name, "version", m.Version, "digest", rep.Digest.Short(), "tools", len(m.Tools))
+}
+
+// refuseNotRegular logs that file is skipped because it is not a regular
+// file. The caller marks the file settled, so this is logged once until the
+// file changes.
+func (w *Watcher) refuseNotRegular(file string, mode os.FileMode) {
+	w.opts.Logger.Error("watch: skipped file", "file", filepath.Join(w.opts.Dir, file),
+		"reason", fmt.Sprintf("not a regular file (%s); only bundle files are installed", kindOf(mode)),
+		"do", "replace it with a bundle file (toolhost plugin pack writes one), or remove it")
+}
+
+// kindOf names the type of a file that is not a regular file.
+func kindOf(mode os.FileMode) string {
+	switch {
+	case mode&os.ModeNamedPipe != 0:
+		return "a named pipe"
+	case mode&os.ModeSocket != 0:
+		return "a socket"
+	case mode&os.ModeDevice != 0:
+		return "a device"
+	case mode.IsDir():
+		return "a directory"
+	}
+	return "type " + mode.Type().String()
 }
 
 // ownerOf returns another file in the directory that installed plugin name.
