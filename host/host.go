@@ -330,7 +330,7 @@ func (h *Host) Plugin(name string) (PluginInfo, error) {
 	defer h.mu.RUnlock()
 	l, ok := h.plugins[name]
 	if !ok {
-		return PluginInfo{}, fmt.Errorf("%w: %q (see `toolhost plugin list`)", ErrNotInstalled, name)
+		return PluginInfo{}, NotInstalledError(name)
 	}
 	return l.info(h.opts.Now(), h.opts.AllowUnsigned), nil
 }
