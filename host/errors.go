@@ -1,6 +1,11 @@
 package host
 
-import "errors"
+import (
+	"errors"
+	"fmt"
+
+	"github.com/toolhost/toolhost/host/toolerr"
+)
 
 // Install errors.
 var (
@@ -15,3 +20,25 @@ var (
 	// finished; nothing was installed. The error also wraps ctx.Err().
 	ErrInterrupted = errors.New("host: interrupted")
 )
+
+// The errors below are the host's answers for a name it does not know.
+// They are exported so that a client which cannot send a name at all (the
+// control socket cannot carry an empty path segment) answers as the host
+// would.
+
+// NotInstalledError is the error for a plugin name that is not installed
+// (errors.Is ErrNotInstalled).
+func NotInstalledError(name string) error {
+	return fmt.Errorf("%w: %q (see `toolhost plugin list`)", ErrNotInstalled, name)
+}
+
+// NoSuchToolError is the error of a call to a tool no plugin provides.
+func NoSuchToolError(name string) *toolerr.Error {
+	return toolerr.Errorf(toolerr.CodeToolNotFound, "no tool named %q is installed; list the available tools first", name)
+}
+
+// UndeclaredSecretError is the error for setting a secret the plugin does
+// not declare (errors.Is ErrInvalidSetting).
+func UndeclaredSecretError(plugin, secret string, declared []string) error {
+	return fmt.Errorf("%w: plugin %s declares no secret %q (it declares %v)", ErrInvalidSetting, plugin, secret, declared)
+}

@@ -37,7 +37,7 @@ type Options struct {
 	// point; MaxInFlightPerPlugin one plugin's share of them. Calls beyond
 	// wait in a queue of at most MaxQueued calls, each until its deadline.
 	// Zero means DefaultMaxInFlight, DefaultMaxInFlightPerPlugin and
-	// DefaultMaxQueued.
+	// DefaultMaxQueued; a negative limit is an error.
 	MaxInFlight, MaxInFlightPerPlugin, MaxQueued int
 	// Governor, when set, decides on every call between argument
 	// validation and the sandbox (see Governor). SetGovernor replaces it.
@@ -95,13 +95,21 @@ func New(opts Options) (*Host, error) {
 	if opts.MaxArgumentBytes <= 0 {
 		opts.MaxArgumentBytes = 1 << 20
 	}
-	if opts.MaxInFlight <= 0 {
+	for _, l := range []struct {
+		field string
+		n     int
+	}{{"MaxInFlight", opts.MaxInFlight}, {"MaxInFlightPerPlugin", opts.MaxInFlightPerPlugin}, {"MaxQueued", opts.MaxQueued}} {
+		if l.n < 0 {
+			return nil, fmt.Errorf("host: Options.%s %d is negative: use a positive limit, or 0 for the default", l.field, l.n)
+		}
+	}
+	if opts.MaxInFlight == 0 {
 		opts.MaxInFlight = DefaultMaxInFlight
 	}
-	if opts.MaxInFlightPerPlugin <= 0 {
+	if opts.MaxInFlightPerPlugin == 0 {
 		opts.MaxInFlightPerPlugin = DefaultMaxInFlightPerPlugin
 	}
-	if opts.MaxQueued <= 0 {
+	if opts.MaxQueued == 0 {
 		opts.MaxQueued = DefaultMaxQueued
 	}
 	log := opts.Logger
@@ -322,7 +330,7 @@ func (h *Host) Plugin(name string) (PluginInfo, error) {
 	defer h.mu.RUnlock()
 	l, ok := h.plugins[name]
 	if !ok {
-		return PluginInfo{}, fmt.Errorf("%w: %q (see `toolhost plugin list`)", ErrNotInstalled, name)
+		return PluginInfo{}, NotInstalledError(name)
 	}
 	return l.info(h.opts.Now(), h.opts.AllowUnsigned), nil
 }

@@ -199,7 +199,7 @@ func (h *Host) Remove(name string) error {
 	defer h.changeMu.Unlock()
 	if err := h.opts.Store.RemovePlugin(name); err != nil {
 		if errors.Is(err, store.ErrNotFound) {
-			return fmt.Errorf("%w: %q (see `toolhost plugin list`)", ErrNotInstalled, name)
+			return NotInstalledError(name)
 		}
 		return err
 	}

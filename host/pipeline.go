@@ -60,7 +60,7 @@ func (h *Host) call(ctx context.Context, rec *CallRecord, args []byte) (json.Raw
 	ref, ok := h.tools[rec.Tool]
 	h.mu.RUnlock()
 	if !ok {
-		err := toolerr.Errorf(toolerr.CodeToolNotFound, "no tool named %q is installed; list the available tools first", rec.Tool)
+		err := NoSuchToolError(rec.Tool)
 		rec.Tool = recordedName(rec.Tool)
 		return nil, err
 	}

@@ -77,7 +77,7 @@ func (h *Host) pluginManifest(name string) (*plugin.Manifest, error) {
 	l, ok := h.plugins[name]
 	h.mu.RUnlock()
 	if !ok {
-		return nil, fmt.Errorf("%w: %q (see `toolhost plugin list`)", ErrNotInstalled, name)
+		return nil, NotInstalledError(name)
 	}
 	if l.manifest == nil {
 		return nil, fmt.Errorf("plugin %s is quarantined: %v; remove it and install it again", name, l.integrityErr)
@@ -151,7 +151,7 @@ func (h *Host) SetSecret(name, secret, value string) error {
 		return err
 	}
 	if _, ok := m.Secrets[secret]; !ok {
-		return fmt.Errorf("%w: plugin %s declares no secret %q (it declares %v)", ErrInvalidSetting, name, secret, m.SecretNames())
+		return UndeclaredSecretError(name, secret, m.SecretNames())
 	}
 	if err := plugin.ValidSecretValue(value); err != nil {
 		return fmt.Errorf("%w: secret %s: %v", ErrInvalidSetting, secret, err)

@@ -2,6 +2,7 @@ package store
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"sort"
 	"time"
@@ -41,10 +42,25 @@ func ValidPolicyAction(a string) error {
 	return fmt.Errorf("policy action %q: use allow, ask or deny", a)
 }
 
+// ValidPolicyPattern checks a policy rule's pattern (a tool-name glob) as
+// SetPolicy does.
+func ValidPolicyPattern(pattern string) error {
+	if err := plugin.ValidGlob(pattern); err != nil {
+		return fmt.Errorf("store: policy pattern: %w", err)
+	}
+	return nil
+}
+
+// NoPolicyRuleError is UnsetPolicy's error for a pattern without a rule
+// (errors.Is ErrNotFound).
+func NoPolicyRuleError(pattern string) error {
+	return fmt.Errorf("%w: no policy rule for %q (see `toolhost policy list`)", ErrNotFound, pattern)
+}
+
 // SetPolicy stores (or replaces) the rule for pattern.
 func (s *Store) SetPolicy(r PolicyRule) error {
-	if err := plugin.ValidGlob(r.Pattern); err != nil {
-		return fmt.Errorf("store: policy pattern: %w", err)
+	if err := ValidPolicyPattern(r.Pattern); err != nil {
+		return err
 	}
 	if err := ValidPolicyAction(r.Action); err != nil {
 		return fmt.Errorf("store: %w", err)
@@ -59,6 +75,9 @@ func (s *Store) UnsetPolicy(pattern string) error {
 		var r PolicyRule
 		return getJSON(txn, policyRulePrefix+pattern, &r)
 	})
+	if errors.Is(err, ErrNotFound) {
+		return NoPolicyRuleError(pattern)
+	}
 	if err != nil {
 		return fmt.Errorf("%w: no policy rule for %q (see `toolhost policy list`)", err, pattern)
 	}

@@ -105,9 +105,15 @@ func (s *Store) RemoveSecret(pluginName, name string) error {
 		return err
 	}
 	if i := sort.SearchStrings(names, name); i == len(names) || names[i] != name {
-		return fmt.Errorf("%w: plugin %s has no secret %q set (see `toolhost secret list %s`)", ErrNotFound, pluginName, name, pluginName)
+		return SecretNotSetError(pluginName, name)
 	}
 	return deleteKey(s, secretKey(pluginName, name))
+}
+
+// SecretNotSetError is RemoveSecret's error for a secret without a value
+// (errors.Is ErrNotFound).
+func SecretNotSetError(pluginName, name string) error {
+	return fmt.Errorf("%w: plugin %s has no secret %q set (see `toolhost secret list %s`)", ErrNotFound, pluginName, name, pluginName)
 }
 
 // SecretNames lists the names of plugin's secrets that are set, sorted.

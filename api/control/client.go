@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"net/url"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/toolhost/toolhost/curator"
@@ -95,7 +96,7 @@ func (c *Client) do(ctx context.Context, method, path string, body []byte, out a
 		Error  *wireError      `json:"error"`
 	}
 	if err := json.Unmarshal(data, &env); err != nil {
-		return fmt.Errorf("control: malformed answer (HTTP %d): %v", resp.StatusCode, err)
+		return notAnAnswer(method, path, resp.StatusCode, data)
 	}
 	if out != nil && len(env.Result) > 0 && string(env.Result) != "null" {
 		if err := json.Unmarshal(env.Result, out); err != nil && env.Error == nil {
@@ -103,6 +104,38 @@ func (c *Client) do(ctx context.Context, method, path string, body []byte, out a
 		}
 	}
 	return fromWire(env.Error)
+}
+
+// notAnAnswer describes a reply that is not the API's JSON: the router's
+// own 404 or 405 page, or a proxy's. It says what came back rather than
+// how it failed to parse.
+func notAnAnswer(method, path string, status int, body []byte) error {
+	what := http.StatusText(status)
+	switch status {
+	case http.StatusNotFound:
+		what = "no such route"
+	case http.StatusMethodNotAllowed:
+		what = "the route does not take " + method
+	}
+	text := strings.TrimSpace(string(body))
+	if len(text) > 120 {
+		text = text[:120] + "…"
+	}
+	return fmt.Errorf("control: the running toolhost answered HTTP %d (%s) to %s %s: %q, not an API answer; "+
+		"it may be another toolhost version than this command: restart toolhost serve with this one", status, what, method, path, text)
+}
+
+// segment escapes one path segment so that the server's router sees
+// exactly it. url.PathEscape leaves "." and ".." as they are, and the
+// router resolves those (".." climbs to another route); escaped, they
+// reach the handler as names. An empty segment cannot be sent at all (the
+// router joins the slashes around it, shifting the route): the methods
+// below answer an empty name themselves, as the host would.
+func segment(s string) string {
+	if s == "." || s == ".." {
+		return strings.Repeat("%2E", len(s))
+	}
+	return url.PathEscape(s)
 }
 
 func (c *Client) Install(ctx context.Context, b *plugin.Bundle, opts host.InstallOptions) (host.InstallReport, error) {
@@ -120,7 +153,10 @@ func (c *Client) Install(ctx context.Context, b *plugin.Bundle, opts host.Instal
 }
 
 func (c *Client) Remove(ctx context.Context, name string) error {
-	return c.do(ctx, http.MethodDelete, "/v1/plugins/"+url.PathEscape(name), nil, nil)
+	if name == "" {
+		return host.NotInstalledError(name)
+	}
+	return c.do(ctx, http.MethodDelete, "/v1/plugins/"+segment(name), nil, nil)
 }
 
 func (c *Client) Plugins(ctx context.Context) ([]host.PluginInfo, error) {
@@ -130,8 +166,11 @@ func (c *Client) Plugins(ctx context.Context) ([]host.PluginInfo, error) {
 }
 
 func (c *Client) Plugin(ctx context.Context, name string) (host.PluginInfo, error) {
+	if name == "" {
+		return host.PluginInfo{}, host.NotInstalledError(name)
+	}
 	var p host.PluginInfo
-	err := c.do(ctx, http.MethodGet, "/v1/plugins/"+url.PathEscape(name), nil, &p)
+	err := c.do(ctx, http.MethodGet, "/v1/plugins/"+segment(name), nil, &p)
 	return p, err
 }
 
@@ -154,12 +193,15 @@ func (c *Client) Tools(ctx context.Context) ([]host.ToolInfo, error) {
 // happen there; when ctx carries a govern.Elicitor, a call that needs
 // approval asks it (see elicit.go).
 func (c *Client) Call(ctx context.Context, tool string, args []byte) (json.RawMessage, error) {
+	if tool == "" {
+		return nil, host.NoSuchToolError(tool)
+	}
 	if _, ok := host.LookupEntry(ctx); !ok {
 		ctx = host.WithEntry(ctx, host.EntryCLI)
 	}
 	var res json.RawMessage
 	var err error
-	path := "/v1/tools/" + url.PathEscape(tool) + "/call"
+	path := "/v1/tools/" + segment(tool) + "/call"
 	sink, ask := host.CallEventsOf(ctx), govern.ElicitorOf(ctx)
 	if sink != nil || ask != nil {
 		res, err = c.callStreamed(ctx, path, args, sink, ask)

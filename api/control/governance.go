@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"net/url"
 	"sort"
 
 	"github.com/toolhost/toolhost/host"
@@ -224,12 +223,18 @@ func (c *Client) Policy(ctx context.Context) (PolicyView, error) {
 }
 
 func (c *Client) SetPolicy(ctx context.Context, pattern, action string) error {
+	if pattern == "" {
+		return store.ValidPolicyPattern(pattern)
+	}
 	body, _ := json.Marshal(map[string]string{"action": action})
-	return c.do(ctx, http.MethodPut, "/v1/policy/"+url.PathEscape(pattern), body, nil)
+	return c.do(ctx, http.MethodPut, "/v1/policy/"+segment(pattern), body, nil)
 }
 
 func (c *Client) UnsetPolicy(ctx context.Context, pattern string) error {
-	return c.do(ctx, http.MethodDelete, "/v1/policy/"+url.PathEscape(pattern), nil, nil)
+	if pattern == "" {
+		return store.NoPolicyRuleError(pattern)
+	}
+	return c.do(ctx, http.MethodDelete, "/v1/policy/"+segment(pattern), nil, nil)
 }
 
 func (c *Client) Approvals(ctx context.Context) ([]govern.Pending, error) {
@@ -239,10 +244,13 @@ func (c *Client) Approvals(ctx context.Context) ([]govern.Pending, error) {
 }
 
 func (c *Client) Decide(ctx context.Context, id string, approve bool, reason string) error {
+	if id == "" {
+		return govern.NoSuchApprovalError(id)
+	}
 	d := DecisionRequest{Decision: "deny", Reason: reason}
 	if approve {
 		d.Decision = "approve"
 	}
 	body, _ := json.Marshal(d)
-	return c.do(ctx, http.MethodPost, "/v1/approvals/"+url.PathEscape(id), body, nil)
+	return c.do(ctx, http.MethodPost, "/v1/approvals/"+segment(id), body, nil)
 }

@@ -6,11 +6,11 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"net/url"
 	"sort"
 	"strings"
 
 	"github.com/toolhost/toolhost/host"
+	"github.com/toolhost/toolhost/store"
 )
 
 // Settings is the operator's side of plugin configuration and secrets. The
@@ -112,20 +112,26 @@ func handleSettings(mux *http.ServeMux, s Settings, reply func(http.ResponseWrit
 }
 
 func settingsPath(plugin string, rest ...string) string {
-	p := "/v1/plugins/" + url.PathEscape(plugin)
+	p := "/v1/plugins/" + segment(plugin)
 	for _, r := range rest {
-		p += "/" + url.PathEscape(r)
+		p += "/" + segment(r)
 	}
 	return p
 }
 
 func (c *Client) Config(ctx context.Context, plugin string) (map[string]string, error) {
+	if plugin == "" {
+		return nil, host.NotInstalledError(plugin)
+	}
 	var v map[string]string
 	err := c.do(ctx, http.MethodGet, settingsPath(plugin, "config"), nil, &v)
 	return v, err
 }
 
 func (c *Client) SetConfig(ctx context.Context, plugin string, set map[string]string, unset []string) (map[string]string, error) {
+	if plugin == "" {
+		return nil, host.NotInstalledError(plugin)
+	}
 	body, _ := json.Marshal(configChange{Set: set, Unset: unset})
 	var v map[string]string
 	err := c.do(ctx, http.MethodPut, settingsPath(plugin, "config"), body, &v)
@@ -133,12 +139,30 @@ func (c *Client) SetConfig(ctx context.Context, plugin string, set map[string]st
 }
 
 func (c *Client) Secrets(ctx context.Context, plugin string) ([]host.SecretStatus, error) {
+	if plugin == "" {
+		return nil, host.NotInstalledError(plugin)
+	}
 	var v []host.SecretStatus
 	err := c.do(ctx, http.MethodGet, settingsPath(plugin, "secrets"), nil, &v)
 	return v, err
 }
 
 func (c *Client) SetSecret(ctx context.Context, plugin, name, value string) error {
+	if plugin == "" {
+		return host.NotInstalledError(plugin)
+	}
+	if name == "" {
+		// The host would refuse it as undeclared, once the plugin is found.
+		ss, err := c.Secrets(ctx, plugin)
+		if err != nil {
+			return err
+		}
+		declared := make([]string, 0, len(ss))
+		for _, s := range ss {
+			declared = append(declared, s.Name)
+		}
+		return host.UndeclaredSecretError(plugin, name, declared)
+	}
 	body, _ := json.Marshal(struct {
 		Value string `json:"value"`
 	}{value})
@@ -146,5 +170,15 @@ func (c *Client) SetSecret(ctx context.Context, plugin, name, value string) erro
 }
 
 func (c *Client) RemoveSecret(ctx context.Context, plugin, name string) error {
+	if plugin == "" {
+		return host.NotInstalledError(plugin)
+	}
+	if name == "" {
+		// The host would find it not set, once the plugin is found.
+		if _, err := c.Secrets(ctx, plugin); err != nil {
+			return err
+		}
+		return store.SecretNotSetError(plugin, name)
+	}
 	return c.do(ctx, http.MethodDelete, settingsPath(plugin, "secrets", name), nil, nil)
 }

@@ -42,7 +42,7 @@ reuse), and the output checks.`,
 	f := cmd.Flags()
 	f.StringVar(&o.args, "args", "{}", "the arguments of every call (a JSON object)")
 	f.IntVarP(&o.concurrency, "concurrency", "c", 4, "concurrent callers (1-256)")
-	f.DurationVarP(&o.duration, "duration", "d", 5*time.Second, "how long to keep calling (up to 10m)")
+	f.DurationVarP(&o.duration, "duration", "d", 5*time.Second, "how long to keep calling (up to 10m); every caller finishes at least one call, however short this is")
 	return cmd
 }
 
@@ -85,16 +85,24 @@ func (g *globalOptions) bench(ctx context.Context, tool string, o benchOptions) 
 	fmt.Fprintf(g.stderr, "benchmarking %s for %s with %d callers through %s…\n", tool, o.duration, o.concurrency, where)
 	r := runBench(ctx, api, tool, []byte(o.args), o)
 	printBench(g, tool, o, r)
-	if r.calls == r.errors {
+	switch {
+	case r.calls == 0:
+		// Only when the run was interrupted: every caller otherwise
+		// finishes one call, however short -d is.
+		return fmt.Errorf("bench was interrupted before any call finished: nothing was measured; run it again and let it finish")
+	case r.calls == r.errors:
 		return fmt.Errorf("every call failed: %w", r.firstErr)
 	}
 	return nil
 }
 
 // runBench calls tool from o.concurrency goroutines until o.duration
-// passes or ctx ends.
+// passes or ctx ends. Every caller finishes at least one call, even when
+// that call outlasts o.duration (which is then what the run reports): a
+// -d shorter than one call measures one call per caller rather than
+// nothing.
 func runBench(ctx context.Context, api control.API, tool string, args []byte, o benchOptions) benchResult {
-	ctx, cancel := context.WithTimeout(ctx, o.duration)
+	run, cancel := context.WithTimeout(ctx, o.duration)
 	defer cancel()
 	var (
 		mu sync.Mutex
@@ -107,12 +115,16 @@ func runBench(ctx context.Context, api control.API, tool string, args []byte, o 
 			var lat []time.Duration
 			var errs int
 			var first error
-			for ctx.Err() == nil {
+			for n := 0; n == 0 || run.Err() == nil; n++ {
+				callCtx := run
+				if n == 0 {
+					callCtx = ctx // the first call is not cut short by -d
+				}
 				t0 := time.Now()
-				_, err := api.Call(ctx, tool, args)
+				_, err := api.Call(callCtx, tool, args)
 				d := time.Since(t0)
 				if err != nil {
-					if ctx.Err() != nil {
+					if callCtx.Err() != nil {
 						break // cut short by the end of the run, not a failure
 					}
 					errs++

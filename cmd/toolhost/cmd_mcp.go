@@ -25,6 +25,9 @@ the other CLI commands while it runs). Logs go to stderr.`,
   {"mcpServers": {"toolhost": {"command": "toolhost", "args": ["mcp"], "env": {"TOOLHOST_HOME": "/home/me/.toolhost"}}}}`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := validateWorkers(g.workers); err != nil {
+				return err
+			}
 			longRunning()
 			ctx := cmd.Context()
 			g.logger = slog.New(slog.NewTextHandler(g.stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))

@@ -64,6 +64,9 @@ reason in the log; everything else keeps serving.`,
 		Example: "  toolhost serve\n  toolhost serve --watch /srv/toolhost/plugins\n  toolhost serve --addr 127.0.0.1:8080\n  curl -H \"Authorization: Bearer $(cat ~/.toolhost/token)\" http://127.0.0.1:7411/v1/tools",
 		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := g.validateServeLimits(); err != nil {
+				return err
+			}
 			longRunning()
 			if o.watchDir != "" {
 				o.background = func(ctx context.Context, h *host.Host) (func(), error) { return g.startWatch(ctx, h, o.watchDir) }
@@ -76,14 +79,14 @@ reason in the log; everything else keeps serving.`,
 	f.BoolVar(&o.allowNonLocal, "allow-non-loopback", false, "allow listening on a non-loopback address (exposes the API to the network)")
 	f.StringSliceVar(&o.allowedHosts, "allowed-host", nil, "extra Host names to accept (with --allow-non-loopback)")
 	f.BoolVar(&o.insecureNoToken, "insecure-no-token", false, "serve the API WITHOUT the bearer token, for test clients that cannot send headers (e.g. the MCP conformance suite); loopback addresses only: every local process can then call the tools")
-	f.IntVar(&g.admission.maxInFlight, "max-in-flight", 0, fmt.Sprintf("tool calls admitted at once, over every entry point; more wait in a queue (default %d)", host.DefaultMaxInFlight))
-	f.IntVar(&g.admission.maxPerPlugin, "max-in-flight-per-plugin", 0, fmt.Sprintf("calls of one plugin admitted at once (default %d)", host.DefaultMaxInFlightPerPlugin))
-	f.IntVar(&g.admission.maxQueued, "max-queued", 0, fmt.Sprintf("calls waiting for admission before answering busy (default %d)", host.DefaultMaxQueued))
+	f.IntVar(&g.admission.maxInFlight, "max-in-flight", host.DefaultMaxInFlight, maxInFlightUsage)
+	f.IntVar(&g.admission.maxPerPlugin, "max-in-flight-per-plugin", host.DefaultMaxInFlightPerPlugin, maxPerPluginUsage)
+	f.IntVar(&g.admission.maxQueued, "max-queued", host.DefaultMaxQueued, maxQueuedUsage)
 	f.BoolVar(&o.allowPrivateNet, "allow-private-network", false, "let plugins reach their granted hosts at loopback/private/link-local addresses")
 	f.IntVar(&g.workers, "workers", 0, workersUsage)
 	f.StringVar(&o.watchDir, "watch", "", "install, upgrade and remove plugins from the signed bundles (*.plugin) in this directory")
 	f.BoolVar(&o.logArguments, "log-arguments", false, "include each call's arguments in its log line and audit record (they are the user's data: off by default)")
-	f.DurationVar(&g.approvalTimeout, "approval-timeout", govern.DefaultApprovalTimeout, "how long a call whose policy is ask waits for a person before it is denied")
+	f.DurationVar(&g.approvalTimeout, "approval-timeout", govern.DefaultApprovalTimeout, approvalTimeoutUsage)
 	f.DurationVar(&o.mcpSession, "mcp-session-timeout", 30*time.Minute, "end an MCP (2025-11-25) session after this long without a request from its client (0: never)")
 	return cmd
 }
@@ -200,8 +203,6 @@ func (g *globalOptions) serve(ctx context.Context, o serveOptions) error {
 // logFlushDelay is how long serve's per-call log lines may wait to be
 // written with the ones after them.
 const logFlushDelay = 20 * time.Millisecond
-
-const workersUsage = "sandbox worker processes (default: twice the CPUs, at least 3); one plugin uses at most all but one"
 
 // useServerWorkers sets the worker count of a long-running host (serve, or
 // mcp without a running serve) unless --workers gave one: enough that one

@@ -36,7 +36,9 @@ func (g *globalOptions) openGovernance(st *store.Store) (*governance, error) {
 	}
 	gv := &governance{log: l, rec: &audit.Recorder{Log: l, LogArguments: g.logArguments, Logger: g.logger}}
 	timeout := g.approvalTimeout
-	if timeout <= 0 {
+	if timeout == 0 {
+		// Only serve has --approval-timeout (validated there); mcp, when it
+		// holds the store, waits the default.
 		timeout = govern.DefaultApprovalTimeout
 	}
 	gv.gov, err = govern.New(govern.Options{

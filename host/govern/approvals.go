@@ -28,6 +28,12 @@ var ErrTooManyPending = errors.New("too many calls wait for approval")
 // timed out, its caller gone, or never there).
 var ErrNoSuchApproval = errors.New("no such pending approval")
 
+// NoSuchApprovalError is Decide's error for an id that is not pending
+// (errors.Is ErrNoSuchApproval).
+func NoSuchApprovalError(id string) error {
+	return fmt.Errorf("%w: %q (see `toolhost approvals list`; it may have been decided, timed out or its caller gone)", ErrNoSuchApproval, id)
+}
+
 // Pending is a call waiting for a person.
 type Pending struct {
 	ID        string          `json:"id"`
@@ -170,7 +176,7 @@ func (a *Approvals) List() []Pending {
 // Decide answers the pending call id as an operator.
 func (a *Approvals) Decide(id string, approve bool, reason string) error {
 	if !a.decide(id, Answer{Approve: approve, Reason: reason, By: "operator"}) {
-		return fmt.Errorf("%w: %q (see `toolhost approvals list`; it may have been decided, timed out or its caller gone)", ErrNoSuchApproval, id)
+		return NoSuchApprovalError(id)
 	}
 	return nil
 }

@@ -25,6 +25,7 @@ package worker
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"sync"
 	"sync/atomic"
@@ -33,12 +34,18 @@ import (
 	"github.com/toolhost/toolhost/host/engine"
 )
 
+// MaxPoolWorkers bounds Options.Workers. NewPool starts the workers one
+// after another, each a process with its own runtime and memory limit: a
+// larger pool takes long to start and spends memory on idle sandboxes.
+const MaxPoolWorkers = 256
+
 // Options configure a Pool.
 type Options struct {
 	// Command starts a worker: the executable and its arguments, e.g.
 	// {"/usr/bin/toolhost", "sandbox-worker", "--cache", DIR}.
 	Command []string
-	// Workers is the number of worker processes kept running; 0 means 2.
+	// Workers is the number of worker processes kept running, up to
+	// MaxPoolWorkers; 0 means 2.
 	// One plugin runs in at most all workers but one at once, so a slow or
 	// hostile plugin never holds every worker and other plugins' calls keep
 	// being answered.
@@ -157,7 +164,10 @@ func NewPool(ctx context.Context, opts Options) (*Pool, error) {
 	if len(opts.Command) == 0 {
 		return nil, errors.New("worker: Options.Command is required")
 	}
-	if opts.Workers <= 0 {
+	if opts.Workers < 0 || opts.Workers > MaxPoolWorkers {
+		return nil, fmt.Errorf("worker: Options.Workers %d is out of range: use 1 to %d, or 0 for 2", opts.Workers, MaxPoolWorkers)
+	}
+	if opts.Workers == 0 {
 		opts.Workers = 2
 	}
 	if opts.MaxWorkers < opts.Workers {
