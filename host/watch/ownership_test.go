@@ -61,8 +61,9 @@ func scanner(t *testing.T, h watch.Installer) (dir string, settle func(), logs *
 	return dir, func() { w.Scan(context.Background()); w.Scan(context.Background()) }, logs
 }
 
-// A bundle that matches a plugin installed with the CLI is not adopted:
-// deleting it leaves the plugin installed.
+// A bundle dropped into the directory while the watcher runs that matches
+// a plugin installed with the CLI is not adopted: deleting it leaves the
+// plugin installed.
 func TestUnchangedBundleIsNotAdopted(t *testing.T) {
 	data := echoBundle(t, "text", "1.0.0", "", nil)
 	b, err := plugin.Decode(bytes.NewReader(data))
@@ -71,6 +72,7 @@ func TestUnchangedBundleIsNotAdopted(t *testing.T) {
 	}
 	fh := &fakeHost{installed: map[string]string{"text": b.Digest().String()}} // installed by the CLI
 	dir, settle, logs := scanner(t, fh)
+	settle() // the watcher runs
 	path := filepath.Join(dir, "text.plugin")
 	if err := os.WriteFile(path, data, 0o644); err != nil {
 		t.Fatal(err)
@@ -83,6 +85,35 @@ func TestUnchangedBundleIsNotAdopted(t *testing.T) {
 	settle()
 	if len(fh.removed) != 0 || fh.installed["text"] == "" {
 		t.Fatalf("deleting a copy of a CLI-installed plugin removed it: removed %v\n%s", fh.removed, logs)
+	}
+}
+
+// The bundles in the directory when the watcher starts (after a restart)
+// own their plugins, installed already or not: the directory as the
+// operator left it is what it manages, and deleting one removes its plugin.
+func TestBundlesPresentAtStartAreOwned(t *testing.T) {
+	data := echoBundle(t, "text", "1.0.0", "", nil)
+	b, err := plugin.Decode(bytes.NewReader(data))
+	if err != nil {
+		t.Fatal(err)
+	}
+	fh := &fakeHost{installed: map[string]string{"text": b.Digest().String()}} // installed before the restart
+	dir := t.TempDir()
+	path := filepath.Join(dir, "text.plugin")
+	if err := os.WriteFile(path, data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	logs := new(testplugins.SyncBuffer)
+	w, err := watch.New(watch.Options{Dir: dir, Host: fh, Logger: slog.New(slog.NewTextHandler(logs, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	w.Scan(context.Background())
+	w.Scan(context.Background())
+	os.Remove(path)
+	w.Scan(context.Background())
+	if !slices.Equal(fh.removed, []string{"text"}) {
+		t.Fatalf("removed %v after deleting a bundle present at start, want [text]\n%s", fh.removed, logs)
 	}
 }
 

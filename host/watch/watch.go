@@ -12,21 +12,20 @@
 // named *.plugin is skipped with a logged reason, without being opened for
 // long enough to block, so it never stalls the other bundles or shutdown.
 //
-// Which plugins a deleted bundle removes: a file owns a plugin only when
-// the watcher installed or upgraded that plugin from it in this run. A
-// bundle deleted from the directory uninstalls the plugin it owns, and
-// nothing else. A file whose bundle is already installed exactly
-// ("already installed" in the log) owns nothing: an operator who drops a
-// copy of a plugin installed with `toolhost plugin install` into the
-// directory, and later deletes the copy, expects the plugin to stay as the
+// Which plugins a deleted bundle removes: the plugin its file owns, and
+// nothing else. A file owns the plugin the watcher installed or upgraded
+// from it, and — the directory as the operator left it being what the
+// watcher manages — the plugin of every bundle present when it starts,
+// installed already or not (so ownership survives a restart). A file
+// dropped in while it runs whose bundle is already installed exactly
+// ("already installed, not by this directory" in the log) owns nothing: an
+// operator who drops a copy of a plugin installed with `toolhost plugin
+// install`, and later deletes the copy, expects the plugin to stay as the
 // CLI left it. To hand such a plugin over to the directory, remove it with
 // the CLI, then touch the file.
 //
-// What it does not do: it never removes a plugin it did not install from
-// the directory (one installed with the CLI stays), and it keeps no state
-// across restarts — after a restart, the bundles already in the directory
-// match what is installed and so own nothing; deleting one then, or while
-// the host was down, leaves its plugin installed. It polls (Interval, default 250 ms) rather than using
+// What it does not do: it keeps no state across restarts — a bundle deleted
+// while the host was down leaves its plugin installed. It polls (Interval, default 250 ms) rather than using
 // inotify, so it works the same on every file system, network mounts
 // included; a file is read once its size and modification time have held
 // still for one poll, so a bundle being copied is not read half-written.
@@ -82,6 +81,11 @@ type fileState struct {
 type Watcher struct {
 	opts  Options
 	files map[string]*fileState // by file name in Dir
+	// atStart holds the files present at the first scan: the directory as
+	// the operator left it, whose bundles own their plugins even when
+	// already installed (so ownership survives a restart); nil before the
+	// first scan.
+	atStart map[string]bool
 }
 
 // New checks the directory and returns a watcher for it.
@@ -129,6 +133,10 @@ func (w *Watcher) Scan(ctx context.Context) {
 		return
 	}
 	present := map[string]bool{}
+	first := w.atStart == nil
+	if first {
+		w.atStart = map[string]bool{}
+	}
 	for _, e := range entries {
 		if e.IsDir() || !strings.HasSuffix(e.Name(), ".plugin") || strings.HasPrefix(e.Name(), ".") {
 			continue
@@ -140,6 +148,9 @@ func (w *Watcher) Scan(ctx context.Context) {
 			continue // deleted between ReadDir and Stat (or a dangling link): the next scan sees it gone
 		}
 		present[e.Name()] = true
+		if first {
+			w.atStart[e.Name()] = true
+		}
 		st, seen := w.files[e.Name()]
 		if !seen || st.size != fi.Size() || !st.modTime.Equal(fi.ModTime()) || st.mode != fi.Mode().Type() {
 			// New or changed: wait one poll for it to hold still.
@@ -167,6 +178,7 @@ func (w *Watcher) Scan(ctx context.Context) {
 			continue
 		}
 		delete(w.files, name)
+		delete(w.atStart, name)
 		w.remove(ctx, name, st)
 	}
 }
@@ -219,7 +231,8 @@ func (w *Watcher) install(ctx context.Context, file string, st *fileState) {
 		// remove a plugin someone installed with the CLI. A file that
 		// installed this plugin earlier in this run (touched, or
 		// rewritten with the same bundle) keeps owning it.
-		if st.plugin == m.Name {
+		if st.plugin == m.Name || w.atStart[file] {
+			st.plugin = m.Name
 			log.Info("watch: already installed", "plugin", m.Name, "version", m.Version, "digest", rep.Digest.Short())
 			return
 		}
