@@ -183,6 +183,9 @@ func DecodeBytes(data []byte) (*Bundle, error) {
 	}{{bundleManifestName, MaxManifestBytes}, {bundleWasmName, MaxWasmBytes}, {bundleSigsName, MaxSignatureBytes}} {
 		hdr, err := tr.Next()
 		if err != nil {
+			if endsEarly(data, err, i) {
+				return nil, errTruncated()
+			}
 			return nil, fmt.Errorf("%w: entry %d (%s): %v; is this a file made by `toolhost plugin pack`?", ErrInvalidBundle, i+1, want.name, err)
 		}
 		if hdr.Name != want.name || hdr.Typeflag != tar.TypeReg {
@@ -193,11 +196,17 @@ func DecodeBytes(data []byte) (*Bundle, error) {
 		}
 		buf := make([]byte, hdr.Size)
 		if _, err := io.ReadFull(tr, buf); err != nil {
+			if endsEarly(data, err, len(parts)) {
+				return nil, errTruncated()
+			}
 			return nil, fmt.Errorf("%w: %s: %v", ErrInvalidBundle, want.name, err)
 		}
 		parts[i] = buf
 	}
 	if _, err := tr.Next(); err != io.EOF {
+		if endsEarly(data, err, len(parts)) {
+			return nil, errTruncated()
+		}
 		return nil, fmt.Errorf("%w: unexpected data after %s", ErrInvalidBundle, bundleSigsName)
 	}
 	sigs, err := decodeSignatures(parts[2])
@@ -209,10 +218,41 @@ func DecodeBytes(data []byte) (*Bundle, error) {
 		return nil, err
 	}
 	b.Signatures = sigs
-	if !bytes.Equal(b.Bytes(), data) {
+	if canonical := b.Bytes(); !bytes.Equal(canonical, data) {
+		if bytes.HasPrefix(canonical, data) {
+			return nil, errTruncated() // cut at a block boundary, in or before the end blocks
+		}
 		return nil, fmt.Errorf("%w: not in canonical form (a byte was changed, or it was not written by toolhost)", ErrInvalidBundle)
 	}
 	return b, nil
+}
+
+// errTruncated is the error for a bundle whose bytes stop before its
+// end-of-archive blocks: an interrupted download or copy, the commonest
+// damage, and one the reader can fix.
+func errTruncated() error {
+	return fmt.Errorf("%w: the bundle ends early (truncated?): download or copy it again", ErrInvalidBundle)
+}
+
+// endsEarly reports whether err, met reading archive entry entry (0-based;
+// len(parts) for the end blocks) of data, means the bytes stopped
+// mid-archive. The tar reader says io.ErrUnexpectedEOF when they stop
+// inside a block; when they stop at a block boundary it says io.EOF, as it
+// does at a proper end (two zero blocks), so io.EOF counts only where an
+// entry was still due and data does not end with the end blocks. Before
+// the first header, only a file that starts like a bundle was cut short:
+// a short text file is not a truncated bundle.
+func endsEarly(data []byte, err error, entry int) bool {
+	if !bytes.HasPrefix(data, []byte(bundleManifestName+"\x00")) {
+		return false
+	}
+	if errors.Is(err, io.ErrUnexpectedEOF) {
+		return true
+	}
+	if !errors.Is(err, io.EOF) || entry == 0 {
+		return false
+	}
+	return len(data) < 1024 || !bytes.Equal(data[len(data)-1024:], make([]byte, 1024))
 }
 
 type signatureJSON struct {
