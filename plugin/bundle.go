@@ -7,11 +7,12 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
+	"io/fs"
 	"path/filepath"
 	"time"
 
 	"github.com/toolhost/toolhost/internal/strictjson"
+	"github.com/toolhost/toolhost/internal/userfile"
 	"github.com/toolhost/toolhost/signing"
 )
 
@@ -60,13 +61,18 @@ func NewBundle(manifest, wasm []byte) (*Bundle, error) {
 	if len(wasm) > MaxWasmBytes {
 		return nil, fmt.Errorf("%w: wasm is %d bytes, the limit is %d", ErrInvalidBundle, len(wasm), MaxWasmBytes)
 	}
+	if err := checkWasmHeader(wasm); err != nil {
+		return nil, err
+	}
 	return &Bundle{ManifestBytes: manifest, Wasm: wasm, manifest: m}, nil
 }
 
 // PackDir reads DIR/plugin.json and the wasm file it names and returns an
-// unsigned bundle.
+// unsigned bundle. Both must be regular files inside DIR: a symbolic link
+// that leads out of DIR is refused, so what is packed is what a reviewer
+// of DIR saw, and a named pipe or device is refused without waiting on it.
 func PackDir(dir string) (*Bundle, error) {
-	manifest, err := readCapped(filepath.Join(dir, "plugin.json"), MaxManifestBytes)
+	manifest, err := readPackFile(dir, "plugin.json", MaxManifestBytes)
 	if err != nil {
 		return nil, err
 	}
@@ -74,34 +80,39 @@ func PackDir(dir string) (*Bundle, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", filepath.Join(dir, "plugin.json"), err)
 	}
-	wasm, err := readCapped(filepath.Join(dir, m.Wasm), MaxWasmBytes)
+	wasm, err := readPackFile(dir, m.Wasm, MaxWasmBytes)
 	if err != nil {
 		return nil, err
 	}
-	return NewBundle(manifest, wasm)
+	b, err := NewBundle(manifest, wasm)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", filepath.Join(dir, m.Wasm), err)
+	}
+	return b, nil
 }
 
-func readCapped(path string, limit int64) ([]byte, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, fmt.Errorf("plugin: %w", err)
+// readPackFile reads one file of a plugin directory, saying in each
+// refusal what to do about it.
+func readPackFile(dir, name string, limit int64) ([]byte, error) {
+	data, err := userfile.ReadIn(dir, name, limit)
+	var esc *userfile.EscapeError
+	var nr *userfile.NotRegularError
+	var big *userfile.TooLargeError
+	switch {
+	case err == nil:
+		return data, nil
+	case errors.As(err, &esc):
+		return nil, fmt.Errorf("plugin: %w: pack reads only files inside the plugin directory (so the bundle holds what was reviewed there); copy the file into %s instead of linking to it", err, dir)
+	case errors.As(err, &nr):
+		return nil, fmt.Errorf("plugin: %w: put the %s file itself in %s", err, name, dir)
+	case errors.As(err, &big):
+		return nil, fmt.Errorf("plugin: %w; make it smaller", err)
+	case errors.Is(err, fs.ErrNotExist) && name == "plugin.json":
+		return nil, fmt.Errorf("plugin: %w: a plugin directory holds plugin.json (make one with `toolhost plugin init NAME`)", err)
+	case errors.Is(err, fs.ErrNotExist):
+		return nil, fmt.Errorf("plugin: %w: build the module to the file plugin.json's \"wasm\" names", err)
 	}
-	defer f.Close()
-	fi, err := f.Stat()
-	if err != nil {
-		return nil, fmt.Errorf("plugin: %w", err)
-	}
-	if !fi.Mode().IsRegular() {
-		return nil, fmt.Errorf("plugin: %s is not a regular file", path)
-	}
-	data, err := io.ReadAll(io.LimitReader(f, limit+1))
-	if err != nil {
-		return nil, fmt.Errorf("plugin: read %s: %w", path, err)
-	}
-	if int64(len(data)) > limit {
-		return nil, fmt.Errorf("plugin: %s is larger than the limit of %d bytes", path, limit)
-	}
-	return data, nil
+	return nil, fmt.Errorf("plugin: %w", err)
 }
 
 // AddSignature appends s unless a signature by the same key over the same

@@ -22,6 +22,7 @@ import (
 	"github.com/toolhost/toolhost/host/engine/worker"
 	"github.com/toolhost/toolhost/host/govern"
 	"github.com/toolhost/toolhost/host/toolerr"
+	"github.com/toolhost/toolhost/internal/userfile"
 	"github.com/toolhost/toolhost/plugin"
 	"github.com/toolhost/toolhost/signing"
 	"github.com/toolhost/toolhost/store"
@@ -325,10 +326,13 @@ func (g *globalOptions) newEngine(ctx context.Context) (engine.Engine, error) {
 	})
 }
 
+// readBundle reads and decodes the bundle file a user named. It does not
+// wait on a named pipe or device (userfile.Open); a link to a bundle is
+// followed.
 func readBundle(path string) (*plugin.Bundle, error) {
-	f, err := os.Open(path)
+	f, _, err := userfile.Open(path)
 	if err != nil {
-		return nil, err
+		return nil, bundlePathError(err)
 	}
 	defer f.Close()
 	b, err := plugin.Decode(f)
@@ -336,6 +340,15 @@ func readBundle(path string) (*plugin.Bundle, error) {
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
 	return b, nil
+}
+
+// bundlePathError says what to give instead of a path that is not a
+// bundle file.
+func bundlePathError(err error) error {
+	if errors.As(err, new(*userfile.NotRegularError)) {
+		return fmt.Errorf("%w: give the path of a .plugin bundle (made by `toolhost plugin pack`)", err)
+	}
+	return err
 }
 
 func plural(n int, word string) string {
