@@ -26,7 +26,7 @@ a deterministic bundle holding the manifest and the wasm named by it.`,
 			}
 			b, err := plugin.PackDir(args[0])
 			if err != nil {
-				return err
+				return sourceError{err}
 			}
 			if err := userfile.Replace(out, b.Bytes()); err != nil {
 				return outputPathError(err)

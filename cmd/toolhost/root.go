@@ -75,6 +75,13 @@ type usageError struct{ error }
 
 func usagef(format string, args ...any) error { return usageError{fmt.Errorf(format, args...)} }
 
+// sourceError marks an error in a plugin directory being packed or built:
+// the error says what to fix there, and the hints for a damaged
+// downloaded bundle do not apply.
+type sourceError struct{ error }
+
+func (e sourceError) Unwrap() error { return e.error }
+
 func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	g := &globalOptions{stdin: stdin, stdout: stdout, stderr: stderr}
 	root := newRootCmd(g)
@@ -213,6 +220,8 @@ func hintFor(err error) string {
 	switch {
 	case errors.As(err, &ue):
 		return "run the command with --help for usage"
+	case errors.As(err, new(sourceError)):
+		return ""
 	case errors.Is(err, store.ErrLocked):
 		return "another toolhost process (probably `toolhost serve`) holds the store; stop it, or point --home elsewhere"
 	case errors.Is(err, plugin.ErrInvalidBundle):
