@@ -13,6 +13,7 @@ import (
 
 	"github.com/toolhost/toolhost/host/engine"
 	"github.com/toolhost/toolhost/host/engine/sandbox"
+	"github.com/toolhost/toolhost/internal/userfile"
 	"github.com/toolhost/toolhost/plugin"
 )
 
@@ -83,11 +84,7 @@ func Build(ctx context.Context, dir, out string) (BuildResult, error) {
 	if out == "" {
 		out = filepath.Join(dir, b.Manifest().Name+".plugin")
 	}
-	tmp := out + ".tmp"
-	if err := os.WriteFile(tmp, b.Bytes(), 0o644); err != nil {
-		return res, err
-	}
-	if err := os.Rename(tmp, out); err != nil {
+	if err := userfile.Replace(out, b.Bytes()); err != nil {
 		return res, err
 	}
 	res.Bundle, res.Output, res.Duration = b, out, time.Since(start)
@@ -111,9 +108,10 @@ func Check(b *plugin.Bundle) error {
 }
 
 func readManifest(dir string) (*plugin.Manifest, error) {
-	data, err := os.ReadFile(filepath.Join(dir, "plugin.json"))
+	// As pack reads it: a named pipe there must not hang the build.
+	data, err := userfile.ReadIn(dir, "plugin.json", plugin.MaxManifestBytes)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("authoring: %w: the plugin directory must hold plugin.json itself", err)
 	}
 	m, err := plugin.ParseManifest(data)
 	if err != nil {

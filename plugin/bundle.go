@@ -7,11 +7,12 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
+	"io/fs"
 	"path/filepath"
 	"time"
 
 	"github.com/toolhost/toolhost/internal/strictjson"
+	"github.com/toolhost/toolhost/internal/userfile"
 	"github.com/toolhost/toolhost/signing"
 )
 
@@ -60,13 +61,18 @@ func NewBundle(manifest, wasm []byte) (*Bundle, error) {
 	if len(wasm) > MaxWasmBytes {
 		return nil, fmt.Errorf("%w: wasm is %d bytes, the limit is %d", ErrInvalidBundle, len(wasm), MaxWasmBytes)
 	}
+	if err := checkWasmHeader(wasm); err != nil {
+		return nil, err
+	}
 	return &Bundle{ManifestBytes: manifest, Wasm: wasm, manifest: m}, nil
 }
 
 // PackDir reads DIR/plugin.json and the wasm file it names and returns an
-// unsigned bundle.
+// unsigned bundle. Both must be regular files inside DIR: a symbolic link
+// that leads out of DIR is refused, so what is packed is what a reviewer
+// of DIR saw, and a named pipe or device is refused without waiting on it.
 func PackDir(dir string) (*Bundle, error) {
-	manifest, err := readCapped(filepath.Join(dir, "plugin.json"), MaxManifestBytes)
+	manifest, err := readPackFile(dir, "plugin.json", MaxManifestBytes)
 	if err != nil {
 		return nil, err
 	}
@@ -74,34 +80,39 @@ func PackDir(dir string) (*Bundle, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", filepath.Join(dir, "plugin.json"), err)
 	}
-	wasm, err := readCapped(filepath.Join(dir, m.Wasm), MaxWasmBytes)
+	wasm, err := readPackFile(dir, m.Wasm, MaxWasmBytes)
 	if err != nil {
 		return nil, err
 	}
-	return NewBundle(manifest, wasm)
+	b, err := NewBundle(manifest, wasm)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", filepath.Join(dir, m.Wasm), err)
+	}
+	return b, nil
 }
 
-func readCapped(path string, limit int64) ([]byte, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, fmt.Errorf("plugin: %w", err)
+// readPackFile reads one file of a plugin directory, saying in each
+// refusal what to do about it.
+func readPackFile(dir, name string, limit int64) ([]byte, error) {
+	data, err := userfile.ReadIn(dir, name, limit)
+	var esc *userfile.EscapeError
+	var nr *userfile.NotRegularError
+	var big *userfile.TooLargeError
+	switch {
+	case err == nil:
+		return data, nil
+	case errors.As(err, &esc):
+		return nil, fmt.Errorf("plugin: %w: pack reads only files inside the plugin directory (so the bundle holds what was reviewed there); copy the file into %s instead of linking to it", err, dir)
+	case errors.As(err, &nr):
+		return nil, fmt.Errorf("plugin: %w: put the %s file itself in %s", err, name, dir)
+	case errors.As(err, &big):
+		return nil, fmt.Errorf("plugin: %w; make it smaller", err)
+	case errors.Is(err, fs.ErrNotExist) && name == "plugin.json":
+		return nil, fmt.Errorf("plugin: %w: a plugin directory holds plugin.json (make one with `toolhost plugin init NAME`)", err)
+	case errors.Is(err, fs.ErrNotExist):
+		return nil, fmt.Errorf("plugin: %w: build the module to the file plugin.json's \"wasm\" names", err)
 	}
-	defer f.Close()
-	fi, err := f.Stat()
-	if err != nil {
-		return nil, fmt.Errorf("plugin: %w", err)
-	}
-	if !fi.Mode().IsRegular() {
-		return nil, fmt.Errorf("plugin: %s is not a regular file", path)
-	}
-	data, err := io.ReadAll(io.LimitReader(f, limit+1))
-	if err != nil {
-		return nil, fmt.Errorf("plugin: read %s: %w", path, err)
-	}
-	if int64(len(data)) > limit {
-		return nil, fmt.Errorf("plugin: %s is larger than the limit of %d bytes", path, limit)
-	}
-	return data, nil
+	return nil, fmt.Errorf("plugin: %w", err)
 }
 
 // AddSignature appends s unless a signature by the same key over the same
@@ -183,6 +194,9 @@ func DecodeBytes(data []byte) (*Bundle, error) {
 	}{{bundleManifestName, MaxManifestBytes}, {bundleWasmName, MaxWasmBytes}, {bundleSigsName, MaxSignatureBytes}} {
 		hdr, err := tr.Next()
 		if err != nil {
+			if endsEarly(data, err, i) {
+				return nil, errTruncated()
+			}
 			return nil, fmt.Errorf("%w: entry %d (%s): %v; is this a file made by `toolhost plugin pack`?", ErrInvalidBundle, i+1, want.name, err)
 		}
 		if hdr.Name != want.name || hdr.Typeflag != tar.TypeReg {
@@ -193,11 +207,17 @@ func DecodeBytes(data []byte) (*Bundle, error) {
 		}
 		buf := make([]byte, hdr.Size)
 		if _, err := io.ReadFull(tr, buf); err != nil {
+			if endsEarly(data, err, len(parts)) {
+				return nil, errTruncated()
+			}
 			return nil, fmt.Errorf("%w: %s: %v", ErrInvalidBundle, want.name, err)
 		}
 		parts[i] = buf
 	}
 	if _, err := tr.Next(); err != io.EOF {
+		if endsEarly(data, err, len(parts)) {
+			return nil, errTruncated()
+		}
 		return nil, fmt.Errorf("%w: unexpected data after %s", ErrInvalidBundle, bundleSigsName)
 	}
 	sigs, err := decodeSignatures(parts[2])
@@ -209,10 +229,41 @@ func DecodeBytes(data []byte) (*Bundle, error) {
 		return nil, err
 	}
 	b.Signatures = sigs
-	if !bytes.Equal(b.Bytes(), data) {
+	if canonical := b.Bytes(); !bytes.Equal(canonical, data) {
+		if bytes.HasPrefix(canonical, data) {
+			return nil, errTruncated() // cut at a block boundary, in or before the end blocks
+		}
 		return nil, fmt.Errorf("%w: not in canonical form (a byte was changed, or it was not written by toolhost)", ErrInvalidBundle)
 	}
 	return b, nil
+}
+
+// errTruncated is the error for a bundle whose bytes stop before its
+// end-of-archive blocks: an interrupted download or copy, the commonest
+// damage, and one the reader can fix.
+func errTruncated() error {
+	return fmt.Errorf("%w: the bundle ends early (truncated?): download or copy it again", ErrInvalidBundle)
+}
+
+// endsEarly reports whether err, met reading archive entry entry (0-based;
+// len(parts) for the end blocks) of data, means the bytes stopped
+// mid-archive. The tar reader says io.ErrUnexpectedEOF when they stop
+// inside a block; when they stop at a block boundary it says io.EOF, as it
+// does at a proper end (two zero blocks), so io.EOF counts only where an
+// entry was still due and data does not end with the end blocks. Before
+// the first header, only a file that starts like a bundle was cut short:
+// a short text file is not a truncated bundle.
+func endsEarly(data []byte, err error, entry int) bool {
+	if !bytes.HasPrefix(data, []byte(bundleManifestName+"\x00")) {
+		return false
+	}
+	if errors.Is(err, io.ErrUnexpectedEOF) {
+		return true
+	}
+	if !errors.Is(err, io.EOF) || entry == 0 {
+		return false
+	}
+	return len(data) < 1024 || !bytes.Equal(data[len(data)-1024:], make([]byte, 1024))
 }
 
 type signatureJSON struct {

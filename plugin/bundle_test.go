@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -164,10 +165,70 @@ func TestPackDirRefusals(t *testing.T) {
 		if err := os.Mkdir(filepath.Join(dir, "plugin.wasm"), 0o755); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := PackDir(dir); err == nil || !strings.Contains(err.Error(), "not a regular file") {
+		if _, err := PackDir(dir); err == nil || !strings.Contains(err.Error(), "plugin.wasm is a directory, not a file: put the plugin.wasm file itself in") {
 			t.Fatalf("PackDir = %v", err)
 		}
 	})
+	t.Run("wasm is a named pipe", func(t *testing.T) {
+		dir := write(t, map[string]string{"plugin.json": string(manifest)})
+		if err := syscall.Mkfifo(filepath.Join(dir, "plugin.wasm"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		done := make(chan error, 1)
+		go func() { _, err := PackDir(dir); done <- err }()
+		select {
+		case err := <-done:
+			if err == nil || !strings.Contains(err.Error(), "plugin.wasm is a named pipe, not a file") {
+				t.Fatalf("PackDir = %v", err)
+			}
+		case <-time.After(10 * time.Second):
+			t.Fatal("PackDir waits on a named pipe")
+		}
+	})
+	// A link that leads out of the plugin directory is refused, whichever
+	// file it is and however it leads out; one that stays inside is read.
+	outside := write(t, map[string]string{"plugin.json": string(manifest), "plugin.wasm": tinyWasm})
+	for _, tt := range []struct{ name, file, target string }{
+		{"wasm links to an absolute path outside", "plugin.wasm", filepath.Join(outside, "plugin.wasm")},
+		{"wasm links to a relative path outside", "plugin.wasm", filepath.Join("..", filepath.Base(outside), "plugin.wasm")},
+		{"manifest links outside", "plugin.json", filepath.Join(outside, "plugin.json")},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			files := map[string]string{"plugin.json": string(manifest), "plugin.wasm": tinyWasm}
+			delete(files, tt.file)
+			dir := write(t, files)
+			if err := os.Symlink(tt.target, filepath.Join(dir, tt.file)); err != nil {
+				t.Fatal(err)
+			}
+			want := fmt.Sprintf("%s is a symbolic link to %s, outside %s: pack reads only files inside the plugin directory", filepath.Join(dir, tt.file), tt.target, dir)
+			if _, err := PackDir(dir); err == nil || !strings.Contains(err.Error(), want) {
+				t.Fatalf("PackDir = %v\nwant %s", err, want)
+			}
+		})
+	}
+	t.Run("wasm links inside", func(t *testing.T) {
+		dir := write(t, map[string]string{"plugin.json": string(manifest), "build.wasm": tinyWasm})
+		if err := os.Symlink("build.wasm", filepath.Join(dir, "plugin.wasm")); err != nil {
+			t.Fatal(err)
+		}
+		if b, err := PackDir(dir); err != nil || string(b.Wasm) != tinyWasm {
+			t.Fatalf("PackDir = %v", err)
+		}
+	})
+	for _, tt := range []struct{ name, wasm, want string }{
+		{"wasm is text", "#!/bin/sh\necho hi\n", "the module is not WebAssembly: it starts with 23 21 2f 62, not the magic number 00 61 73 6d"},
+		{"wasm is empty", "", "the module is 0 bytes, too short to be WebAssembly"},
+		{"wasm is a component", "\x00asm\x0d\x00\x01\x00", "the module is a WebAssembly component, not a core module"},
+		{"wasm is version 2", "\x00asm\x02\x00\x00\x00", "the module is WebAssembly binary version 02 00 00 00; only version 1"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := PackDir(write(t, map[string]string{"plugin.json": string(manifest), "plugin.wasm": tt.wasm}))
+			if !errors.Is(err, ErrInvalidBundle) || !strings.Contains(err.Error(), "plugin.wasm: invalid plugin bundle: "+tt.want) ||
+				!strings.Contains(err.Error(), "and pack it again") {
+				t.Fatalf("PackDir = %v\nwant %s", err, tt.want)
+			}
+		})
+	}
 	t.Run("manifest too large", func(t *testing.T) {
 		big := strings.Replace(string(manifest), `"A plugin`, `"`+strings.Repeat(" ", MaxManifestBytes)+`A plugin`, 1)
 		_, err := PackDir(write(t, map[string]string{"plugin.json": big, "plugin.wasm": tinyWasm}))
@@ -447,14 +508,23 @@ func TestDecodeRefusals(t *testing.T) {
 		{"wasm one byte over", claimSize(t, canonicalEntries(t, fixtures.signed)[:1], "module.wasm", MaxWasmBytes+1), "module.wasm is 67108865 bytes, the limit is 67108864"},
 		{"signatures claim too much", claimSize(t, canonicalEntries(t, fixtures.signed)[:2], "signatures.json", MaxSignatureBytes+1), "signatures.json is 65537 bytes, the limit is 65536"},
 		{"negative size", negative, "entry 1"},
-		{"content shorter than claimed", fixtures.signed[:512+100], "manifest.json: unexpected EOF"},
-		{"no end-of-archive blocks", fixtures.signed[:len(fixtures.signed)-1024], "not in canonical form"},
-		{"one end block", fixtures.signed[:len(fixtures.signed)-512], "not in canonical form"},
-		{"cut by one byte", fixtures.signed[:len(fixtures.signed)-1], "unexpected data after signatures.json"},
+		{"content shorter than claimed", fixtures.signed[:512+100], "the bundle ends early (truncated?): download or copy it again"},
+		{"cut after the manifest's header", fixtures.signed[:512], "the bundle ends early (truncated?)"},
+		{"cut inside the wasm's header", fixtures.signed[:len(canonicalEntries(t, fixtures.signed)[0].data)/512*512+1024+100], "the bundle ends early (truncated?)"},
+		{"cut before the signatures", fixtures.signed[:len(fixtures.signed)-1024-512-512], "the bundle ends early (truncated?)"},
+		{"no end-of-archive blocks", fixtures.signed[:len(fixtures.signed)-1024], "the bundle ends early (truncated?)"},
+		{"one end block", fixtures.signed[:len(fixtures.signed)-512], "the bundle ends early (truncated?)"},
+		{"cut by one byte", fixtures.signed[:len(fixtures.signed)-1], "the bundle ends early (truncated?): download or copy it again"},
+		{"cut inside the end blocks", fixtures.signed[:len(fixtures.signed)-700], "the bundle ends early (truncated?)"},
 		{"trailing byte", append(bytes.Clone(fixtures.signed), 'x'), "not in canonical form"},
 		{"trailing zero block", append(bytes.Clone(fixtures.signed), make([]byte, 512)...), "not in canonical form"},
 		{"trailing bundle", append(bytes.Clone(fixtures.signed), fixtures.signed...), "not in canonical form"},
 		{"byte in the end blocks", func() []byte { b := bytes.Clone(fixtures.signed); b[len(b)-10] = 1; return b }(), "unexpected data after signatures.json"},
+		{"module not WebAssembly", canon(func(es []tarEntry) []tarEntry {
+			es[1].data = []byte("root:*:19000:0:99999:7:::\n")
+			es[1].hdr.Size = int64(len(es[1].data))
+			return es
+		}), "the module is not WebAssembly: it starts with 72 6f 6f 74"},
 		{"bad manifest", canon(func(es []tarEntry) []tarEntry {
 			es[0].data = []byte(`{"name":"tiny","Name":"x"}`)
 			es[0].hdr.Size = int64(len(es[0].data))

@@ -382,7 +382,10 @@ func (m *Manifest) validateLimitsAndPermissions() error {
 	if len(p.AllowedPaths) > MaxAllowedPaths {
 		return invalid("permissions.allowed_paths: %d entries, the limit is %d", len(p.AllowedPaths), MaxAllowedPaths)
 	}
-	for hostPath, guestPath := range p.AllowedPaths {
+	// In sorted order, so the message names the same pair every time.
+	hostFor := make(map[string]string, len(p.AllowedPaths))
+	for _, hostPath := range sortedKeys(p.AllowedPaths) {
+		guestPath := p.AllowedPaths[hostPath]
 		for _, s := range []string{hostPath, guestPath} {
 			if !path.IsAbs(s) || path.Clean(s) != s || strings.ContainsRune(s, 0) {
 				return invalid("permissions.allowed_paths: %q must be an absolute, clean path (no .., no trailing /)", truncate(s))
@@ -391,6 +394,14 @@ func (m *Manifest) validateLimitsAndPermissions() error {
 		if hostPath == "/" {
 			return invalid("permissions.allowed_paths: granting the whole file system is not allowed")
 		}
+		// The sandbox mounts one directory per guest path: a second
+		// host directory there would hide the first, while install and
+		// inspect would show both grants.
+		if other, dup := hostFor[guestPath]; dup {
+			return invalid("permissions.allowed_paths: %q and %q are both mapped to guest path %q; the plugin would see only one of them — give each host directory its own guest path (e.g. %q)",
+				truncate(other), truncate(hostPath), truncate(guestPath), path.Join(guestPath, path.Base(hostPath)))
+		}
+		hostFor[guestPath] = hostPath
 	}
 	return nil
 }

@@ -341,6 +341,8 @@ func TestParseManifestRefusals(t *testing.T) {
 		{"paths an array", setPaths([]any{"/srv"}), "cannot unmarshal"},
 		{"path value not a string", setPaths(map[string]any{"/srv": 1}), "cannot unmarshal"},
 		{"too many paths", setPaths(manyPaths), "17 entries, the limit is 16"},
+		{"two host directories on one guest path", setPaths(map[string]any{"/b": "/data", "/a": "/data", "/c": "/other"}),
+			`"/a" and "/b" are both mapped to guest path "/data"; the plugin would see only one of them — give each host directory its own guest path (e.g. "/data/b")`},
 		{"duplicate path", replace(t, `"allowed_paths": {}`, `"allowed_paths": {"/a": "/x", "/a": "/y"}`), `duplicate key "/a" in $.permissions.allowed_paths`},
 
 		// Hidden characters in descriptions.

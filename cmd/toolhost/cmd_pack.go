@@ -1,10 +1,12 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 
 	"github.com/spf13/cobra"
 
+	"github.com/toolhost/toolhost/internal/userfile"
 	"github.com/toolhost/toolhost/plugin"
 )
 
@@ -24,10 +26,10 @@ a deterministic bundle holding the manifest and the wasm named by it.`,
 			}
 			b, err := plugin.PackDir(args[0])
 			if err != nil {
-				return err
+				return sourceError{err}
 			}
-			if err := writeFileAtomic(out, b.Bytes()); err != nil {
-				return err
+			if err := userfile.Replace(out, b.Bytes()); err != nil {
+				return outputPathError(err)
 			}
 			m := b.Manifest()
 			fmt.Fprintf(g.stdout, "packed %s %s (%s, wasm %d bytes) -> %s\ndigest: %s\n", m.Name, m.Version, plural(len(m.Tools), "tool"), len(b.Wasm), out, b.Digest())
@@ -36,4 +38,13 @@ a deterministic bundle holding the manifest and the wasm named by it.`,
 	}
 	cmd.Flags().StringVarP(&out, "output", "o", "", "bundle file to write")
 	return cmd
+}
+
+// outputPathError says what to give instead of an -o path that is not a
+// file toolhost can replace.
+func outputPathError(err error) error {
+	if errors.As(err, new(*userfile.NotRegularError)) {
+		return fmt.Errorf("%w: give -o the path of the bundle file to write", err)
+	}
+	return err
 }

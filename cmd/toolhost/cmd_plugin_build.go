@@ -31,7 +31,7 @@ install it.`,
 			}
 			res, err := authoring.Build(cmd.Context(), dir, out)
 			if err != nil {
-				return err
+				return sourceError{err}
 			}
 			printBuild(g, res)
 			return nil

@@ -1,14 +1,14 @@
 package main
 
 import (
-	"bytes"
 	"fmt"
-	"os"
 	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/toolhost/toolhost/curator"
+	"github.com/toolhost/toolhost/internal/userfile"
+	"github.com/toolhost/toolhost/plugin"
 	"github.com/toolhost/toolhost/signing"
 )
 
@@ -30,6 +30,12 @@ Review the plugin first: toolhost plugin inspect / the manifest in full.`,
 			if expires < 0 {
 				return usagef("--expires must be positive")
 			}
+			// Read the bundle first: one that is not a bundle (or whose
+			// module is not WebAssembly) is refused before the passphrase
+			// is asked for.
+			if _, err := readBundle(args[0]); err != nil {
+				return err
+			}
 			keyData, err := curator.ReadPrivateKeyFile(keyPath)
 			if err != nil {
 				return err
@@ -44,23 +50,29 @@ Review the plugin first: toolhost plugin inspect / the manifest in full.`,
 			if err != nil {
 				return fmt.Errorf("%s: %w", keyPath, err)
 			}
-			b, err := readBundle(args[0])
-			if err != nil {
-				return err
-			}
-			var exp time.Time
-			if expires > 0 {
-				exp = time.Now().Add(expires)
-			}
-			sig := signing.Sign(key.Key, b.Digest(), exp)
-			added, err := b.AddSignature(sig)
-			if err != nil {
-				return err
-			}
-			if added {
-				if err := writeFileAtomic(args[0], b.Bytes()); err != nil {
-					return err
+			// Read again, sign and write under the bundle's lock: two
+			// curators signing one file at once both keep their
+			// signature. A symlinked bundle's target is signed.
+			var b *plugin.Bundle
+			var sig signing.Signature
+			var added bool
+			err = userfile.Update(cmd.Context(), args[0], plugin.MaxBundleBytes, func(old []byte) ([]byte, error) {
+				var err error
+				if b, err = plugin.DecodeBytes(old); err != nil {
+					return nil, fmt.Errorf("%s: %w", args[0], err)
 				}
+				var exp time.Time
+				if expires > 0 {
+					exp = time.Now().Add(expires)
+				}
+				sig = signing.Sign(key.Key, b.Digest(), exp)
+				if added, err = b.AddSignature(sig); err != nil || !added {
+					return nil, err
+				}
+				return b.Bytes(), nil
+			})
+			if err != nil {
+				return bundlePathError(err)
 			}
 			m := b.Manifest()
 			fmt.Fprintf(g.stdout, "signed %s %s\ndigest:  %s\nkey ID:  %s (%s)\n", m.Name, m.Version, b.Digest(), sig.KeyID, key.Name)
@@ -76,33 +88,4 @@ Review the plugin first: toolhost plugin inspect / the manifest in full.`,
 	cmd.Flags().StringVar(&keyPath, "key", "", "curator private key file (NAME.key)")
 	cmd.Flags().DurationVar(&expires, "expires", 0, "signature lifetime, e.g. 720h (default: never expires)")
 	return cmd
-}
-
-// writeFileAtomic replaces path with data via a synced temporary file.
-func writeFileAtomic(path string, data []byte) error {
-	info, err := os.Stat(path)
-	mode := os.FileMode(0o644)
-	if err == nil {
-		mode = info.Mode().Perm()
-	}
-	tmp := path + ".tmp"
-	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, mode)
-	if err != nil {
-		return err
-	}
-	if _, err := bytes.NewReader(data).WriteTo(f); err != nil {
-		f.Close()
-		os.Remove(tmp)
-		return err
-	}
-	if err := f.Sync(); err != nil {
-		f.Close()
-		os.Remove(tmp)
-		return err
-	}
-	if err := f.Close(); err != nil {
-		os.Remove(tmp)
-		return err
-	}
-	return os.Rename(tmp, path)
 }

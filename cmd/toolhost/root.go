@@ -22,6 +22,7 @@ import (
 	"github.com/toolhost/toolhost/host/engine/worker"
 	"github.com/toolhost/toolhost/host/govern"
 	"github.com/toolhost/toolhost/host/toolerr"
+	"github.com/toolhost/toolhost/internal/userfile"
 	"github.com/toolhost/toolhost/plugin"
 	"github.com/toolhost/toolhost/signing"
 	"github.com/toolhost/toolhost/store"
@@ -76,6 +77,13 @@ var errModuleRefused = errors.New("the sandbox would refuse this module")
 type usageError struct{ error }
 
 func usagef(format string, args ...any) error { return usageError{fmt.Errorf(format, args...)} }
+
+// sourceError marks an error in a plugin directory being packed or built:
+// the error says what to fix there, and the hints for a damaged
+// downloaded bundle do not apply.
+type sourceError struct{ error }
+
+func (e sourceError) Unwrap() error { return e.error }
 
 func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	g := &globalOptions{stdin: stdin, stdout: stdout, stderr: stderr}
@@ -217,6 +225,8 @@ func hintFor(err error) string {
 	switch {
 	case errors.As(err, &ue):
 		return "run the command with --help for usage"
+	case errors.As(err, new(sourceError)):
+		return ""
 	case errors.Is(err, store.ErrLocked):
 		return "another toolhost process (probably `toolhost serve`) holds the store; stop it, or point --home elsewhere"
 	case errors.Is(err, plugin.ErrInvalidBundle):
@@ -330,10 +340,13 @@ func (g *globalOptions) newEngine(ctx context.Context) (engine.Engine, error) {
 	})
 }
 
+// readBundle reads and decodes the bundle file a user named. It does not
+// wait on a named pipe or device (userfile.Open); a link to a bundle is
+// followed.
 func readBundle(path string) (*plugin.Bundle, error) {
-	f, err := os.Open(path)
+	f, _, err := userfile.Open(path)
 	if err != nil {
-		return nil, err
+		return nil, bundlePathError(err)
 	}
 	defer f.Close()
 	b, err := plugin.Decode(f)
@@ -341,6 +354,15 @@ func readBundle(path string) (*plugin.Bundle, error) {
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
 	return b, nil
+}
+
+// bundlePathError says what to give instead of a path that is not a
+// bundle file.
+func bundlePathError(err error) error {
+	if errors.As(err, new(*userfile.NotRegularError)) {
+		return fmt.Errorf("%w: give the path of a .plugin bundle (made by `toolhost plugin pack`)", err)
+	}
+	return err
 }
 
 func plural(n int, word string) string {

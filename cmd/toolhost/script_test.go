@@ -68,6 +68,9 @@ func TestScripts(t *testing.T) {
 			"waitfile":      cmdWaitFile,
 			"decidewaiting": cmdDecideWaiting,
 			"waitserving":   cmdWaitServing,
+			"mkfifo":        cmdMkfifo,
+			"truncate":      cmdTruncate,
+			"rawbundle":     cmdRawBundle,
 		},
 	})
 }
