@@ -39,10 +39,10 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/toolhost/toolhost/host"
+	"github.com/toolhost/toolhost/internal/userfile"
 	"github.com/toolhost/toolhost/plugin"
 )
 
@@ -186,21 +186,17 @@ func (w *Watcher) Scan(ctx context.Context) {
 func (w *Watcher) install(ctx context.Context, file string, st *fileState) {
 	log := w.opts.Logger.With("file", filepath.Join(w.opts.Dir, file))
 	path := filepath.Join(w.opts.Dir, file)
-	// O_NONBLOCK: the file may have been swapped for a FIFO since it was
-	// looked at, and opening a FIFO without it waits for a writer —
+	// Without blocking: the file may have been swapped for a FIFO since it
+	// was looked at, and a blocking open of a FIFO waits for a writer —
 	// forever, holding up every other bundle and shutdown.
-	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK, 0)
+	f, _, err := userfile.Open(path)
 	if err != nil {
-		log.Error("watch: refused bundle", "reason", err.Error(), "do", "make the file readable by this user, then touch it to retry")
-		return
-	}
-	if fi, err := f.Stat(); err != nil || !fi.Mode().IsRegular() {
-		f.Close()
-		if err != nil {
-			log.Error("watch: refused bundle", "reason", err.Error(), "do", "replace the file with an intact bundle")
+		var nr *userfile.NotRegularError
+		if errors.As(err, &nr) {
+			w.refuseNotRegular(file, nr.Mode)
 			return
 		}
-		w.refuseNotRegular(file, fi.Mode())
+		log.Error("watch: refused bundle", "reason", err.Error(), "do", "make the file readable by this user, then touch it to retry")
 		return
 	}
 	b, err := plugin.Decode(f)
@@ -255,23 +251,8 @@ func (w *Watcher) install(ctx context.Context, file string, st *fileState) {
 // file changes.
 func (w *Watcher) refuseNotRegular(file string, mode os.FileMode) {
 	w.opts.Logger.Error("watch: skipped file", "file", filepath.Join(w.opts.Dir, file),
-		"reason", fmt.Sprintf("not a regular file (%s); only bundle files are installed", kindOf(mode)),
+		"reason", fmt.Sprintf("not a regular file (%s); only bundle files are installed", userfile.KindOf(mode)),
 		"do", "replace it with a bundle file (toolhost plugin pack writes one), or remove it")
-}
-
-// kindOf names the type of a file that is not a regular file.
-func kindOf(mode os.FileMode) string {
-	switch {
-	case mode&os.ModeNamedPipe != 0:
-		return "a named pipe"
-	case mode&os.ModeSocket != 0:
-		return "a socket"
-	case mode&os.ModeDevice != 0:
-		return "a device"
-	case mode.IsDir():
-		return "a directory"
-	}
-	return "type " + mode.Type().String()
 }
 
 // ownerOf returns another file in the directory that installed plugin name.

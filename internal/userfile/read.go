@@ -19,10 +19,11 @@ type NotRegularError struct {
 }
 
 func (e *NotRegularError) Error() string {
-	return fmt.Sprintf("%s is %s, not a file", e.Path, kindOf(e.Mode))
+	return fmt.Sprintf("%s is %s, not a file", e.Path, KindOf(e.Mode))
 }
 
-func kindOf(m fs.FileMode) string {
+// KindOf names what a file that is not a regular file is ("a named pipe").
+func KindOf(m fs.FileMode) string {
 	switch t := m.Type(); {
 	case t&fs.ModeNamedPipe != 0:
 		return "a named pipe"
