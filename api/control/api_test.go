@@ -88,16 +88,7 @@ func TestConformance(t *testing.T) {
 	}{
 		{"local", func(t *testing.T, h *host.Host) control.API { return control.Local{H: h} }},
 		{"socket", func(t *testing.T, h *host.Host) control.API {
-			dir, err := os.MkdirTemp("", "ctl")
-			if err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(func() { os.RemoveAll(dir) })
-			sock := filepath.Join(dir, control.SocketName)
-			ln, err := control.Listen(sock)
-			if err != nil {
-				t.Fatal(err)
-			}
+			sock, ln := listenTemp(t)
 			ctx, cancel := context.WithCancel(context.Background())
 			done := make(chan struct{})
 			go func() {

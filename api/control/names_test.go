@@ -5,6 +5,7 @@ import (
 	"errors"
 	"io"
 	"log/slog"
+	"net"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -133,16 +134,7 @@ func TestNamesConformance(t *testing.T) {
 	}{
 		{"local", func(t *testing.T, g *control.Governed) operatorAPI { return g }},
 		{"socket", func(t *testing.T, g *control.Governed) operatorAPI {
-			dir, err := os.MkdirTemp("", "ctl")
-			if err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(func() { os.RemoveAll(dir) })
-			sock := filepath.Join(dir, control.SocketName)
-			ln, err := control.Listen(sock)
-			if err != nil {
-				t.Fatal(err)
-			}
+			sock, ln := listenTemp(t)
 			sctx, cancel := context.WithCancel(context.Background())
 			done := make(chan struct{})
 			go func() {
@@ -190,16 +182,7 @@ func TestNamesConformance(t *testing.T) {
 // router's 404 page of a toolhost that lacks the route) is reported as
 // what it is, not as a JSON parse error.
 func TestAnswerThatIsNotTheAPIs(t *testing.T) {
-	dir, err := os.MkdirTemp("", "ctl")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.RemoveAll(dir) })
-	sock := filepath.Join(dir, control.SocketName)
-	ln, err := control.Listen(sock)
-	if err != nil {
-		t.Fatal(err)
-	}
+	sock, ln := listenTemp(t)
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /v1/ping", func(w http.ResponseWriter, _ *http.Request) { io.WriteString(w, `{"result":"pong"}`) })
 	mux.HandleFunc("GET /v1/tools", func(w http.ResponseWriter, _ *http.Request) { io.WriteString(w, `{"result":[]}`) })
@@ -227,4 +210,22 @@ func TestAnswerThatIsNotTheAPIs(t *testing.T) {
 			t.Errorf("got %v, want it to start with %q", err, tc.want)
 		}
 	}
+}
+
+// listenTemp listens on a control socket in a fresh short-lived directory
+// (a unix socket path must stay short, so not t.TempDir's), removed at the
+// end of the test.
+func listenTemp(t *testing.T) (string, net.Listener) {
+	t.Helper()
+	dir, err := os.MkdirTemp("", "ctl")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	sock := filepath.Join(dir, control.SocketName)
+	ln, err := control.Listen(sock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return sock, ln
 }
