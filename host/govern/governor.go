@@ -14,6 +14,7 @@ import (
 
 	"github.com/toolhost/toolhost/host"
 	"github.com/toolhost/toolhost/host/toolerr"
+	"github.com/toolhost/toolhost/internal/clip"
 	"github.com/toolhost/toolhost/plugin"
 	"github.com/toolhost/toolhost/store"
 )
@@ -212,7 +213,7 @@ func (g *Governor) beforeCall(ctx context.Context, c *host.CallInfo) (host.Verdi
 		return denied(v, "nobody approved %s within %s (%s); ask the user to approve it (`toolhost approvals approve ID` while the call waits) and call again", c.Tool.Name, g.approvals.timeout(), eff.Source)
 	case !out.Approve:
 		v.DecidedBy = out.By
-		reason := out.Reason
+		reason := clip.Printable(out.Reason) // a person's words, shown to the model and in terminals
 		if reason == "" {
 			reason = "no reason given"
 		}

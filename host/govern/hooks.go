@@ -7,6 +7,7 @@ import (
 	"sort"
 
 	"github.com/toolhost/toolhost/host"
+	"github.com/toolhost/toolhost/internal/clip"
 	"github.com/toolhost/toolhost/internal/strictjson"
 	"github.com/toolhost/toolhost/plugin"
 )
@@ -103,7 +104,9 @@ func parseAnswer(event string, out []byte) (hookVerdict, error) {
 		if a.Reason == "" {
 			a.Reason = "no reason given"
 		}
-		return hookVerdict{deny: a.Reason}, nil
+		// The reason reaches terminals, logs and the model: a hook must
+		// not clear a screen or forge a line with it.
+		return hookVerdict{deny: clip.Printable(a.Reason)}, nil
 	case event == plugin.HookBeforeCall && a.Action == "allow" && a.Reason == "" && a.Arguments == nil && a.Result == nil:
 		return hookVerdict{}, nil
 	case event == plugin.HookBeforeCall && a.Action == "rewrite" && a.Reason == "" && isObject(a.Arguments) && a.Result == nil:
@@ -114,14 +117,17 @@ func parseAnswer(event string, out []byte) (hookVerdict, error) {
 		return hookVerdict{}, nil
 	}
 	if event == plugin.HookBeforeCall {
-		return hookVerdict{}, fmt.Errorf(`answered %s; a before_call hook answers {"action":"allow"}, {"action":"deny","reason":"…"} or {"action":"rewrite","arguments":{…}}`, clip(out))
+		return hookVerdict{}, fmt.Errorf(`answered %s; a before_call hook answers {"action":"allow"}, {"action":"deny","reason":"…"} or {"action":"rewrite","arguments":{…}}`, shownAnswer(out))
 	}
-	return hookVerdict{}, fmt.Errorf(`answered %s; an after_call hook answers {"result":…} or {"action":"deny","reason":"…"}`, clip(out))
+	return hookVerdict{}, fmt.Errorf(`answered %s; an after_call hook answers {"result":…} or {"action":"deny","reason":"…"}`, shownAnswer(out))
 }
 
-func clip(b []byte) string {
-	if len(b) > 120 {
-		return string(b[:120]) + "…"
+// shownAnswer is a hook's answer as an error quotes it: its start, whole
+// characters, printable.
+func shownAnswer(b []byte) string {
+	start, _, cut := clip.Middle(string(b), 120, 0)
+	if cut {
+		start += "…"
 	}
-	return string(b)
+	return clip.Printable(start)
 }

@@ -9,6 +9,7 @@ import (
 	"github.com/tetratelabs/wazero/sys"
 	"github.com/toolhost/toolhost/host/engine"
 	"github.com/toolhost/toolhost/host/toolerr"
+	"github.com/toolhost/toolhost/internal/clip"
 )
 
 func (m *inProcessModule) inputError(n int) *toolerr.Error {
@@ -66,22 +67,8 @@ func (m *inProcessModule) failure(ctx context.Context, g *callGuard, err error, 
 	return toolerr.Errorf(toolerr.CodePluginError, "%s", printable(truncateMsg(err.Error(), 2048)))
 }
 
-// printable makes guest-controlled text safe to show in logs, terminals
-// and API answers: invalid UTF-8, control characters other than newline
-// and tab (terminal escapes) and bidirectional overrides become U+FFFD.
-func printable(s string) string {
-	s = strings.ToValidUTF8(s, "\uFFFD")
-	return strings.Map(func(r rune) rune {
-		switch {
-		case r == '\n' || r == '\t':
-			return r
-		case r < 0x20 || r == 0x7f || (r >= 0x80 && r < 0xa0),
-			r >= 0x202a && r <= 0x202e, r >= 0x2066 && r <= 0x2069:
-			return '\uFFFD'
-		}
-		return r
-	}, s)
-}
+// printable makes guest-controlled text safe to show (clip.Printable).
+func printable(s string) string { return clip.Printable(s) }
 
 func pagesText(pages uint32) string {
 	b := uint64(pages) * 65536

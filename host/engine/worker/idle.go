@@ -156,7 +156,13 @@ func (s *sched) spawnLocked(retry bool) {
 				s.mu.Unlock()
 				return
 			}
-			p.log.Error("cannot start sandbox worker", "err", err)
+			s.mu.Lock()
+			closing := s.closed
+			s.mu.Unlock()
+			if !closing && p.ctx.Err() == nil {
+				// A start the pool's Close cut short is no failure.
+				p.log.Error("cannot start sandbox worker", "err", err)
+			}
 			if !retry || p.ctx.Err() != nil {
 				s.mu.Lock()
 				s.starting--
