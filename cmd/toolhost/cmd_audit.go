@@ -56,6 +56,40 @@ func (g *globalOptions) openAuditFile() (io.ReadCloser, error) {
 	return io.NopCloser(bytes.NewReader(nil)), nil
 }
 
+// verifyAuditLog verifies the log, and against its write-ahead file when
+// there is one (audit.VerifyDurable): a log cut below what toolhost made
+// durable is damaged even without a head kept elsewhere. Both are only
+// read, so this works while serve appends; the write-ahead file is read
+// first (see audit.ReadDurable).
+func (g *globalOptions) verifyAuditLog(head string) (audit.Summary, error) {
+	d, err := audit.ReadDurable(g.auditPath())
+	if err != nil {
+		return audit.Summary{}, err
+	}
+	f, err := g.openAuditFile()
+	if err != nil {
+		return audit.Summary{}, err
+	}
+	defer f.Close()
+	s, err := audit.VerifyDurable(f, head, d)
+	if err != nil {
+		return s, fmt.Errorf("%s: %w", g.auditPath(), err)
+	}
+	return s, nil
+}
+
+// pendingRecovery says what the next open of the store repairs.
+func pendingRecovery(s audit.Summary) string {
+	var did []string
+	if s.Pending > 0 {
+		did = append(did, fmt.Sprintf("%s in %s%s continue the chain past the log's end (made durable, not yet in %s)", plural(s.Pending, "record"), audit.FileName, ".wal", audit.FileName))
+	}
+	if s.Torn > 0 {
+		did = append(did, fmt.Sprintf("the last line (%d bytes) is unfinished, past what was made durable", s.Torn))
+	}
+	return strings.Join(did, "; ") + "; the next toolhost command that opens the store puts the log right and records it"
+}
+
 func newAuditListCmd(g *globalOptions) *cobra.Command {
 	var (
 		asJSON bool
@@ -132,8 +166,14 @@ func newAuditVerifyCmd(g *globalOptions) *cobra.Command {
 chain is whole (seq counts up by one, each prev is the hash of the record
 before). Exit 0: intact. Exit 3: the first bad record is named (changed,
 deleted, inserted or reordered records all break the chain there). Records
-cut from the end leave a shorter chain that is still whole: pass --head with
-a hash you kept from ` + "`toolhost audit head`" + ` to catch that too.`,
+cut from the end below what toolhost made durable are caught with the
+write-ahead file beside the log (audit.jsonl.wal), which records how far that
+was; records cut from the end above it, or a log and write-ahead file both
+cut or rewritten, leave a shorter chain that is still whole: pass --head with
+a hash you kept from ` + "`toolhost audit head`" + ` to catch that too. Records that a
+crash kept out of audit.jsonl but that the write-ahead file holds are not
+damage: they are reported as pending recovery (exit 0), and the next command
+that opens the store puts them back.`,
 		Example: "  toolhost audit verify\n  toolhost audit verify --head \"$(cat ~/audit-head.txt)\"",
 		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -143,16 +183,14 @@ a hash you kept from ` + "`toolhost audit head`" + ` to catch that too.`,
 				}
 				head = strings.ToLower(head)
 			}
-			f, err := g.openAuditFile()
+			s, err := g.verifyAuditLog(head)
 			if err != nil {
 				return err
 			}
-			defer f.Close()
-			s, err := audit.Verify(f, head)
-			if err != nil {
-				return fmt.Errorf("%s: %w", g.auditPath(), err)
-			}
 			fmt.Fprintf(g.stdout, "audit log intact: %s, head %s\n", plural(int(s.Records), "record"), orDash(s.Head))
+			if s.Pending > 0 || s.Torn > 0 {
+				fmt.Fprintf(g.stdout, "pending recovery (a crash, or a write in progress; not damage): %s\n", pendingRecovery(s))
+			}
 			return nil
 		},
 	}
@@ -167,15 +205,15 @@ func newAuditHeadCmd(g *globalOptions) *cobra.Command {
 		Example: "  toolhost audit head > ~/audit-head.txt",
 		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			f, err := g.openAuditFile()
+			// The head of a log that does not verify is worth nothing.
+			s, err := g.verifyAuditLog("")
 			if err != nil {
 				return err
 			}
-			defer f.Close()
-			// The head of a log that does not verify is worth nothing.
-			s, err := audit.Verify(f, "")
-			if err != nil {
-				return fmt.Errorf("%s: %w", g.auditPath(), err)
+			if s.Pending > 0 {
+				// The log's last record is not the head: the write-ahead
+				// file holds records after it.
+				return fmt.Errorf("the audit log is not whole yet: %s; run a toolhost command that opens the store (toolhost plugin list), then ask again", pendingRecovery(s))
 			}
 			if s.Records == 0 {
 				return errors.New("the audit log is empty: nothing has been recorded yet")

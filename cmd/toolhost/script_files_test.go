@@ -36,6 +36,23 @@ func cmdTruncate(ts *testscript.TestScript, neg bool, args []string) {
 	ts.Check(os.Truncate(path, n))
 }
 
+// keeplines FILE N: keep the first N lines of FILE (cut records from a log).
+func cmdKeepLines(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) != 2 {
+		ts.Fatalf("usage: keeplines FILE N")
+	}
+	path := ts.MkAbs(args[0])
+	data, err := os.ReadFile(path)
+	ts.Check(err)
+	n, err := strconv.Atoi(args[1])
+	ts.Check(err)
+	lines := bytes.SplitAfter(data, []byte("\n"))
+	if n > len(lines) {
+		ts.Fatalf("%s has %d lines, fewer than %d", args[0], len(lines), n)
+	}
+	ts.Check(os.WriteFile(path, bytes.Join(lines[:n], nil), 0o600))
+}
+
 // rawbundle OUT MANIFEST MODULE: write an unsigned bundle in the canonical
 // layout around any module bytes, as an old toolhost or another tool
 // could have made it (plugin.NewBundle refuses a module that is not

@@ -70,6 +70,7 @@ func TestScripts(t *testing.T) {
 			"waitserving":   cmdWaitServing,
 			"mkfifo":        cmdMkfifo,
 			"truncate":      cmdTruncate,
+			"keeplines":     cmdKeepLines,
 			"rawbundle":     cmdRawBundle,
 		},
 	})

@@ -18,6 +18,26 @@
 // write-ahead file's ring is full, on Close and on Open, which restores
 // from it what a crash kept out of audit.jsonl: wal.go). Concurrent appends
 // share one fdatasync (Group).
+//
+// What the chain guarantees, and what it does not: it has no key. Anyone
+// who can write audit.jsonl can append a forged record with a correctly
+// recomputed hash, or rewrite the whole chain from any record on, and the
+// log still verifies; the defence is `toolhost audit verify --head` with a
+// head (`toolhost audit head`) kept somewhere that person cannot write. The
+// write-ahead file's checkpoint (how long the log was, and its last seq and
+// hash, when toolhost last made it durable) lets Open and VerifyDurable
+// catch records cut from the end below it without a kept head, but it is
+// in the same directory and has no key either: whoever cuts both, or
+// deletes the write-ahead file, is caught only by a kept head.
+//
+// Without the write-ahead file: Open carries on from audit.jsonl alone.
+// A log written before the write-ahead file existed is legitimate and must
+// open (every record in it was synced in audit.jsonl itself), and nothing
+// in the log tells it cheaply from one whose write-ahead file was deleted
+// (records carry no mark of the file). So Open makes a new write-ahead
+// file and, when the log is not empty, appends an audit_unchecked_start
+// record naming the seq the chain continued from: the start is in the
+// chain, for whoever compares it with a kept head.
 package audit
 
 import (
@@ -79,7 +99,8 @@ type Record struct {
 
 	// Changes: install, remove, trust_add, trust_remove, trust_revoke,
 	// trust_unrevoke, trust_threshold, policy_set, policy_unset,
-	// approval_approve, approval_deny, approval_timeout.
+	// approval_approve, approval_deny, approval_timeout; the log's own:
+	// audit_repair, audit_unchecked_start.
 	Action  string `json:"action,omitempty"`
 	Subject string `json:"subject,omitempty"`
 	Detail  string `json:"detail,omitempty"`
@@ -284,7 +305,7 @@ func open(path string, ringSize int64, fsync func(*os.File) error) (l *Log, err 
 			w.f.Close()
 		}
 	}()
-	var repair string
+	var repair, unchecked string
 	if ok {
 		repair, err = l.recoverFrom(w)
 	} else {
@@ -297,6 +318,12 @@ func open(path string, ringSize int64, fsync func(*os.File) error) (l *Log, err 
 		}
 		if err == nil {
 			err = w.init()
+		}
+		if l.seq > 0 {
+			// Carry on, and say so in the chain: see "Without the
+			// write-ahead file" in the package doc.
+			unchecked = fmt.Sprintf("no valid write-ahead file %s%s (a log from a toolhost before it, a crash while it was made, or the file was damaged or deleted): the chain continues from record seq %d, where %s ends; whether records were cut from its end before now cannot be checked here (`toolhost audit verify --head` with a head kept elsewhere can)",
+				FileName, walSuffix, l.seq, FileName)
 		}
 	}
 	if err != nil {
@@ -312,6 +339,11 @@ func open(path string, ringSize int64, fsync func(*os.File) error) (l *Log, err 
 	}
 	if repair != "" {
 		if _, err := l.Append(Record{Kind: KindChange, Action: "audit_repair", Subject: FileName, Detail: repair}); err != nil {
+			return nil, err
+		}
+	}
+	if unchecked != "" {
+		if _, err := l.Append(Record{Kind: KindChange, Action: "audit_unchecked_start", Subject: FileName, Detail: unchecked}); err != nil {
 			return nil, err
 		}
 	}

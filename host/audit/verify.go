@@ -14,6 +14,9 @@ type BadRecordError struct {
 	Line   int    // 1-based line number in the file
 	Seq    uint64 // the seq the record claims, 0 when unreadable
 	Reason string
+
+	torn    bool  // the last line has no newline (errTornLastLine)
+	tornLen int64 // its length
 }
 
 func (e *BadRecordError) Error() string {
@@ -32,6 +35,14 @@ var ErrLogMissing = errors.New("audit: the audit log is missing")
 type Summary struct {
 	Records uint64
 	Head    string // hash of the last record, "" when empty
+
+	// With the write-ahead file (VerifyDurable), what the next Open
+	// repairs after a crash, which is not damage: Pending records of the
+	// write-ahead file continue the chain past the log's end (durable,
+	// not yet in audit.jsonl), and Torn is the length of an unfinished
+	// last line past what was made durable (never made durable).
+	Pending int
+	Torn    int64
 }
 
 // Verify reads a whole log and checks every record and the chain: seq
@@ -41,9 +52,22 @@ type Summary struct {
 // inserted or reordered one breaks seq or prev at that line. Records cut
 // from the end leave an intact shorter chain: pass head (a hash kept
 // elsewhere, from `toolhost audit head`) to detect that too.
-func Verify(r io.Reader, head string) (Summary, error) {
+func Verify(r io.Reader, head string) (Summary, error) { return verify(r, head, nil) }
+
+// VerifyDurable is Verify that also checks the log against what its
+// write-ahead file says toolhost made durable (d, from ReadDurable; nil is
+// Verify): a log that ends below the checkpoint's seq, or whose record at
+// that seq is not the one made durable, is damaged as a *BadRecordError —
+// records were cut, or the log was rewritten. What a crash left for Open
+// to repair is not damage: it is reported in Summary (Pending, Torn).
+func VerifyDurable(r io.Reader, head string, d *Durable) (Summary, error) {
+	return verify(r, head, d)
+}
+
+func verify(r io.Reader, head string, d *Durable) (Summary, error) {
 	var s Summary
 	var prevSeq uint64
+	var size int64 // bytes of the whole lines read
 	headAt := 0
 	err := scan(r, func(n int, line []byte) error {
 		rec, err := ParseLine(line)
@@ -55,16 +79,34 @@ func Verify(r io.Reader, head string) (Summary, error) {
 			return &BadRecordError{Line: n, Seq: rec.Seq, Reason: fmt.Sprintf("seq %d follows seq %d: records were deleted, inserted or reordered here", rec.Seq, prevSeq)}
 		case rec.Prev != s.Head:
 			return &BadRecordError{Line: n, Seq: rec.Seq, Reason: "its prev does not match the hash of the record before it: a record was replaced, inserted or reordered here"}
+		case d != nil && rec.Seq == d.ck.seq && rec.Hash != d.ck.hash:
+			return &BadRecordError{Line: n, Seq: rec.Seq, Reason: fmt.Sprintf("it is not the record seq %d that toolhost made durable (the write-ahead file %s%s has hash %s for it): the log was rewritten up to here; restore %s from a backup",
+				rec.Seq, FileName, walSuffix, d.ck.hash, FileName)}
 		}
 		prevSeq, s.Head = rec.Seq, rec.Hash
 		s.Records++
+		size += int64(len(line)) + 1
 		if head != "" && rec.Hash == head {
 			headAt = n
 		}
 		return nil
 	})
+	var bad *BadRecordError
+	switch {
+	case d != nil && s.Records < d.ck.seq && (err == nil || errors.As(err, &bad) && bad.torn):
+		// Whole lines end below the checkpoint: cut (and maybe torn there).
+		return s, d.cutError(s.Records, prevSeq)
+	case d != nil && errors.As(err, &bad) && bad.torn && size >= int64(d.ck.length):
+		// An unfinished last line past what was made durable: a write in
+		// progress, or one a crash stopped; Open cuts it.
+		s.Torn = bad.tornLen
+		err = nil
+	}
 	if err != nil {
 		return s, err
+	}
+	if d != nil {
+		s.Pending = d.pending(s.Records, s.Head)
 	}
 	// A kept head found earlier in the chain means records were added
 	// since it was taken: the log was not cut.
@@ -88,6 +130,10 @@ func scan(r io.Reader, f func(n int, line []byte) error) error {
 		line, err := readLine(rd)
 		if errors.Is(err, io.EOF) {
 			return nil
+		}
+		var torn *tornLineError
+		if errors.As(err, &torn) {
+			return &BadRecordError{Line: n, Reason: err.Error(), torn: true, tornLen: torn.n}
 		}
 		if err != nil {
 			return &BadRecordError{Line: n, Reason: err.Error()}
@@ -114,11 +160,18 @@ func readLine(rd *bufio.Reader) ([]byte, error) {
 		case errors.Is(err, bufio.ErrBufferFull):
 			continue
 		case errors.Is(err, io.EOF) && len(line) > 0:
-			return nil, errors.New("the last line has no newline: a write did not finish, or the file was cut")
+			return nil, &tornLineError{n: int64(len(line))}
 		default:
 			return nil, err
 		}
 	}
+}
+
+// tornLineError is a last line of n bytes without newline.
+type tornLineError struct{ n int64 }
+
+func (*tornLineError) Error() string {
+	return "the last line has no newline: a write did not finish, or the file was cut"
 }
 
 // claimedSeq digs the seq out of a record that does not parse, to name it.

@@ -203,6 +203,11 @@ func (w *wal) candidates(after uint64) (map[uint64][][]byte, error) {
 	if _, err := w.f.ReadAt(ring, walRing); err != nil && !errors.Is(err, io.EOF) {
 		return nil, fmt.Errorf("audit: read %s: %w", w.path, err)
 	}
+	return ringCandidates(ring, after), nil
+}
+
+// ringCandidates is candidates on the ring's bytes.
+func ringCandidates(ring []byte, after uint64) map[uint64][][]byte {
 	const prefix = `{"seq":`
 	out := map[uint64][][]byte{}
 	for len(ring) > 0 {
@@ -220,7 +225,7 @@ func (w *wal) candidates(after uint64) (map[uint64][][]byte, error) {
 			out[seq] = append(out[seq], line)
 		}
 	}
-	return out, nil
+	return out
 }
 
 // leadingUint parses the decimal digits at the start of b.
@@ -313,17 +318,11 @@ func (l *Log) recoverFrom(w *wal) (string, error) {
 	var restored []byte
 	n := 0
 	for {
-		var next []byte
-		for _, line := range cands[l.seq+1] {
-			if r, err := ParseLine(line); err == nil && r.Prev == l.head {
-				next = line
-				l.seq, l.head = r.Seq, r.Hash
-				break
-			}
-		}
-		if next == nil {
+		next, r, ok := chainNext(cands, l.seq, l.head)
+		if !ok {
 			break
 		}
+		l.seq, l.head = r.Seq, r.Hash
 		restored = append(append(restored, next...), '\n')
 		n++
 	}
@@ -344,4 +343,15 @@ func (l *Log) recoverFrom(w *wal) (string, error) {
 		did = append(did, fmt.Sprintf("restored %d records from %s that a crash kept out of it", n, w.path))
 	}
 	return strings.Join(did, "; "), nil
+}
+
+// chainNext returns the candidate line that continues the chain after
+// record seq, whose hash is head: record seq+1 with prev head.
+func chainNext(cands map[uint64][][]byte, seq uint64, head string) ([]byte, Record, bool) {
+	for _, line := range cands[seq+1] {
+		if r, err := ParseLine(line); err == nil && r.Prev == head {
+			return line, r, true
+		}
+	}
+	return nil, Record{}, false
 }

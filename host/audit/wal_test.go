@@ -201,7 +201,8 @@ func must[T any](v T, err error) T {
 
 // TestWithoutCheckpointTheLogAloneCounts: a log from before the
 // write-ahead file, or one whose file is damaged, opens from audit.jsonl
-// alone (whose every record was synced) and gets a new write-ahead file.
+// alone (whose every record was synced) and gets a new write-ahead file;
+// the chain records that it continued unchecked, and from which seq.
 func TestWithoutCheckpointTheLogAloneCounts(t *testing.T) {
 	for name, damage := range map[string]func(string){
 		"missing":   func(p string) { os.Remove(p) },
@@ -215,14 +216,18 @@ func TestWithoutCheckpointTheLogAloneCounts(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if seq, _ := l.Head(); seq != 3 {
-				t.Fatalf("head %d, want 3", seq)
+			if seq, _ := l.Head(); seq != 4 {
+				t.Fatalf("head %d, want 4 (3 and the unchecked start)", seq)
 			}
 			l.Append(Record{Kind: KindChange, Action: "install", Subject: "after"})
 			l.Close()
 			got := reopened(t, path, walSize)
-			if len(got) != 4 || !bytes.Equal(bytes.Join(got[:3], nil), bytes.Join(lines, nil)) {
+			if len(got) != 5 || !bytes.Equal(bytes.Join(got[:3], nil), bytes.Join(lines, nil)) {
 				t.Fatalf("log:\n%s", bytes.Join(got, nil))
+			}
+			note := must(ParseLine(bytes.TrimSuffix(got[3], []byte("\n"))))
+			if note.Action != "audit_unchecked_start" || !strings.Contains(note.Detail, "continues from record seq 3") {
+				t.Fatalf("record 4: %+v", note)
 			}
 		})
 	}
