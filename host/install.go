@@ -34,8 +34,14 @@ type InstallReport struct {
 	Decision curator.Decision
 	// Previous is the plugin this install replaced, if any.
 	Previous *PluginInfo
-	// Unchanged is true when the exact same plugin was already installed.
+	// Unchanged is true when the exact same plugin, with the same
+	// signatures, was already installed.
 	Unchanged bool
+	// SignaturesUpdated is true when the same content was installed with
+	// other signatures: the new ones passed the trust policy and replaced
+	// the stored ones (a curator signed it again after an expiry or a
+	// revocation). Nothing else changed.
+	SignaturesUpdated bool
 	// Changes from the previous version (permissions, limits, tools).
 	Changes []plugin.Change
 }
@@ -58,6 +64,9 @@ func (h *Host) Install(ctx context.Context, b *plugin.Bundle, opts InstallOption
 	rep, err := h.checkInstall(b, opts)
 	if err != nil || rep.Unchanged {
 		return rep, err
+	}
+	if rep.SignaturesUpdated {
+		return rep, h.replaceSignatures(ctx, b)
 	}
 	if err := h.checkModule(ctx, b); err != nil {
 		return rep, err
@@ -97,7 +106,11 @@ func (h *Host) checkInstall(b *plugin.Bundle, opts InstallOptions) (InstallRepor
 	if prev, err := h.Plugin(m.Name); err == nil {
 		rep.Previous = &prev
 		if prev.Digest.Equal(rep.Digest) && prev.State != "quarantined" {
-			rep.Unchanged = true
+			// The same content: installed already, so the rollback,
+			// tool-name and widening checks hold. Only the signatures
+			// can differ, and they passed the policy above.
+			rep.Unchanged = h.sameSignatures(m.Name, b.Signatures)
+			rep.SignaturesUpdated = !rep.Unchanged
 			return rep, nil
 		}
 		if old, err := plugin.ParseManifest(prev.Manifest); err == nil {
@@ -114,6 +127,51 @@ func (h *Host) checkInstall(b *plugin.Bundle, opts InstallOptions) (InstallRepor
 		return rep, fmt.Errorf("%w: %s %s asks for permissions %s did not have", ErrWidening, m.Name, m.Version, rep.Previous.Version)
 	}
 	return rep, nil
+}
+
+// sameSignatures reports whether the installed plugin name carries exactly
+// sigs, in any order.
+func (h *Host) sameSignatures(name string, sigs []signing.Signature) bool {
+	h.mu.RLock()
+	l, ok := h.plugins[name]
+	h.mu.RUnlock()
+	if !ok || len(l.sigs) != len(sigs) {
+		return false
+	}
+	// A time.Time is no map key (its location is a pointer): the expiry
+	// counts by its instant.
+	type sigKey struct {
+		key     signing.KeyID
+		expires int64
+		sig     [len(signing.Signature{}.Sig)]byte
+	}
+	keyOf := func(s signing.Signature) sigKey {
+		return sigKey{key: s.KeyID, expires: s.Expires.Unix(), sig: s.Sig}
+	}
+	count := map[sigKey]int{}
+	for _, s := range l.sigs {
+		count[keyOf(s)]++
+	}
+	for _, s := range sigs {
+		if count[keyOf(s)] == 0 {
+			return false
+		}
+		count[keyOf(s)]--
+	}
+	return true
+}
+
+// replaceSignatures stores the signatures of b over the installed plugin
+// with the same digest, and reloads it so they count at once.
+func (h *Host) replaceSignatures(ctx context.Context, b *plugin.Bundle) error {
+	m := b.Manifest()
+	if err := ctx.Err(); err != nil {
+		return interrupted(m, err)
+	}
+	if err := h.opts.Store.SetSignatures(m.Name, b.Digest(), plugin.EncodeSignaturesJSON(b.Signatures)); err != nil {
+		return err
+	}
+	return h.reload()
 }
 
 func higher(a, b string) bool {

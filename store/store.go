@@ -244,6 +244,34 @@ func (s *Store) PutPlugin(rec PluginRecord, wasm []byte, highWater string) error
 	return nil
 }
 
+// SetSignatures replaces the stored signatures of plugin name, whose
+// stored digest must be digest: the same content, signed again. Nothing
+// else of the record changes, and the write is one transaction.
+func (s *Store) SetSignatures(name string, digest signing.Digest, signatures []byte) error {
+	err := s.update(len(signatures), func(txn *badger.Txn) error {
+		var rec PluginRecord
+		if err := getJSON(txn, pluginPrefix+name, &rec); err != nil {
+			if errors.Is(err, ErrNotFound) {
+				return fmt.Errorf("%w: plugin %q is not installed; install the bundle instead", ErrNotFound, name)
+			}
+			return err
+		}
+		if !rec.Digest.Equal(digest) {
+			return fmt.Errorf("the installed %s %s has digest %s, not %s; install the bundle again", name, rec.Version, rec.Digest, digest)
+		}
+		rec.Signatures = signatures
+		val, err := json.Marshal(rec)
+		if err != nil {
+			return err
+		}
+		return txn.Set([]byte(pluginPrefix+name), val)
+	})
+	if err != nil {
+		return fmt.Errorf("store: update the signatures of %s: %w", name, err)
+	}
+	return nil
+}
+
 func (s *Store) sync() error {
 	if err := s.db.Sync(); err != nil {
 		return fmt.Errorf("store: sync: %w", err)

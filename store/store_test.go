@@ -186,3 +186,30 @@ func TestQuarantine(t *testing.T) {
 		t.Fatalf("quarantine kept after reinstall: %v", q)
 	}
 }
+
+// SetSignatures replaces only the signatures, and only of the content it
+// names: a plugin replaced in between is not given them.
+func TestSetSignaturesReplacesOnlyThoseOfTheSameContent(t *testing.T) {
+	st := open(t, t.TempDir())
+	defer st.Close()
+	wasm := []byte("\x00asm\x01\x00\x00\x00 one")
+	rec := record("alpha", "1.0.0", wasm)
+	if err := st.PutPlugin(rec, wasm, "1.0.0"); err != nil {
+		t.Fatal(err)
+	}
+	sigs := []byte(`{"signatures": [{"key_id": "0123456789abcdef", "signature": "x"}]}`)
+	if err := st.SetSignatures("beta", rec.Digest, sigs); !errors.Is(err, store.ErrNotFound) {
+		t.Fatalf("not installed: %v, want ErrNotFound", err)
+	}
+	other := record("alpha", "2.0.0", []byte("\x00asm\x01\x00\x00\x00 two")).Digest
+	if err := st.SetSignatures("alpha", other, sigs); err == nil {
+		t.Fatal("signatures of other content were stored")
+	}
+	if err := st.SetSignatures("alpha", rec.Digest, sigs); err != nil {
+		t.Fatal(err)
+	}
+	got, err := st.Plugin("alpha")
+	if err != nil || string(got.Signatures) != string(sigs) || !got.InstalledAt.Equal(rec.InstalledAt) || got.Version != "1.0.0" {
+		t.Fatalf("after SetSignatures: %+v, %v", got, err)
+	}
+}
