@@ -378,7 +378,7 @@ func TestDamagedStoreEntryIsQuarantined(t *testing.T) {
 		t.Fatal(err)
 	}
 	rec.Manifest = echoManifest("bad", "1.0.0", "bad_", `{"memory_pages": 4096}`)
-	if err := e.st.PutPlugin(rec, echoModule(t), "1.0.0"); err != nil {
+	if err := e.st.PutPlugin(rec, echoModule(t), store.HighWaterMark{Version: "1.0.0"}); err != nil {
 		t.Fatal(err)
 	}
 	if err := e.h.Reload(); err != nil {

@@ -34,8 +34,14 @@ type InstallReport struct {
 	Decision curator.Decision
 	// Previous is the plugin this install replaced, if any.
 	Previous *PluginInfo
-	// Unchanged is true when the exact same plugin was already installed.
+	// Unchanged is true when the exact same plugin, with the same
+	// signatures, was already installed.
 	Unchanged bool
+	// SignaturesUpdated is true when the same content was installed with
+	// other signatures: the new ones passed the trust policy and replaced
+	// the stored ones (a curator signed it again after an expiry or a
+	// revocation). Nothing else changed.
+	SignaturesUpdated bool
 	// Changes from the previous version (permissions, limits, tools).
 	Changes []plugin.Change
 }
@@ -59,6 +65,9 @@ func (h *Host) Install(ctx context.Context, b *plugin.Bundle, opts InstallOption
 	if err != nil || rep.Unchanged {
 		return rep, err
 	}
+	if rep.SignaturesUpdated {
+		return rep, h.replaceSignatures(ctx, b)
+	}
 	if err := h.checkModule(ctx, b); err != nil {
 		return rep, err
 	}
@@ -73,13 +82,11 @@ func (h *Host) Install(ctx context.Context, b *plugin.Bundle, opts InstallOption
 		WasmSHA256: hex.EncodeToString(sum[:]), Signatures: plugin.EncodeSignaturesJSON(b.Signatures),
 		InstalledAt: h.opts.Now().UTC().Truncate(time.Second),
 	}
-	high := m.Version
-	if hw, ok, err := h.opts.Store.HighWater(m.Name); err != nil {
+	mark, err := h.nextHighWater(m, rep.Digest)
+	if err != nil {
 		return rep, err
-	} else if ok && higher(hw, m.Version) {
-		high = hw
 	}
-	if err := h.opts.Store.PutPlugin(rec, b.Wasm, high); err != nil {
+	if err := h.opts.Store.PutPlugin(rec, b.Wasm, mark); err != nil {
 		return rep, err
 	}
 	return rep, h.reload()
@@ -97,7 +104,11 @@ func (h *Host) checkInstall(b *plugin.Bundle, opts InstallOptions) (InstallRepor
 	if prev, err := h.Plugin(m.Name); err == nil {
 		rep.Previous = &prev
 		if prev.Digest.Equal(rep.Digest) && prev.State != "quarantined" {
-			rep.Unchanged = true
+			// The same content: installed already, so the rollback,
+			// tool-name and widening checks hold. Only the signatures
+			// can differ, and they passed the policy above.
+			rep.Unchanged = h.sameSignatures(m.Name, b.Signatures)
+			rep.SignaturesUpdated = !rep.Unchanged
 			return rep, nil
 		}
 		if old, err := plugin.ParseManifest(prev.Manifest); err == nil {
@@ -116,38 +127,129 @@ func (h *Host) checkInstall(b *plugin.Bundle, opts InstallOptions) (InstallRepor
 	return rep, nil
 }
 
+// sameSignatures reports whether the installed plugin name carries exactly
+// sigs, in any order.
+func (h *Host) sameSignatures(name string, sigs []signing.Signature) bool {
+	h.mu.RLock()
+	l, ok := h.plugins[name]
+	h.mu.RUnlock()
+	if !ok || len(l.sigs) != len(sigs) {
+		return false
+	}
+	// A time.Time is no map key (its location is a pointer): the expiry
+	// counts by its instant.
+	type sigKey struct {
+		key     signing.KeyID
+		expires int64
+		sig     [len(signing.Signature{}.Sig)]byte
+	}
+	keyOf := func(s signing.Signature) sigKey {
+		return sigKey{key: s.KeyID, expires: s.Expires.Unix(), sig: s.Sig}
+	}
+	count := map[sigKey]int{}
+	for _, s := range l.sigs {
+		count[keyOf(s)]++
+	}
+	for _, s := range sigs {
+		if count[keyOf(s)] == 0 {
+			return false
+		}
+		count[keyOf(s)]--
+	}
+	return true
+}
+
+// replaceSignatures stores the signatures of b over the installed plugin
+// with the same digest, and reloads it so they count at once.
+func (h *Host) replaceSignatures(ctx context.Context, b *plugin.Bundle) error {
+	m := b.Manifest()
+	if err := ctx.Err(); err != nil {
+		return interrupted(m, err)
+	}
+	if err := h.opts.Store.SetSignatures(m.Name, b.Digest(), plugin.EncodeSignaturesJSON(b.Signatures)); err != nil {
+		return err
+	}
+	return h.reload()
+}
+
+// samePrecedence reports whether versions a and b parse and order equal
+// (they may differ in build metadata).
+func samePrecedence(a, b string) bool {
+	va, errA := plugin.ParseVersion(a)
+	vb, errB := plugin.ParseVersion(b)
+	return errA == nil && errB == nil && va.Compare(vb) == 0
+}
+
 func higher(a, b string) bool {
 	va, errA := plugin.ParseVersion(a)
 	vb, errB := plugin.ParseVersion(b)
 	return errA == nil && errB == nil && va.Compare(vb) > 0
 }
 
+// checkVersion applies the rollback rule (RATIONALE.md, "Rollback
+// protection"): above the high-water mark installs; the mark's version
+// installs only with the mark's digest (the same content again, after a
+// remove or a deliberate downgrade); other content at that version, or a
+// lower version, needs AllowDowngrade.
 func (h *Host) checkVersion(m *plugin.Manifest, digest signing.Digest, opts InstallOptions) error {
 	hw, ok, err := h.opts.Store.HighWater(m.Name)
 	if err != nil || !ok || opts.AllowDowngrade {
 		return err
 	}
-	hv, err := plugin.ParseVersion(hw)
+	hv, err := plugin.ParseVersion(hw.Version)
 	if err != nil {
 		return nil // a damaged mark never blocks; the new version replaces it
 	}
 	v, _ := plugin.ParseVersion(m.Version)
 	switch c := v.Compare(hv); {
 	case c < 0:
-		return fmt.Errorf("%w: %s %s is older than %s, the highest version installed before (possibly since removed); pass --allow-downgrade if you really mean to roll back", ErrDowngrade, m.Name, m.Version, hw)
-	case c == 0:
-		prev, err := h.opts.Store.Plugin(m.Name)
-		switch {
-		case err != nil || prev.Digest.Equal(digest):
-		case prev.Version == m.Version:
-			return fmt.Errorf("%w: %s %s is already installed with different content; the publisher must bump the version (or pass --allow-downgrade to replace it)", ErrDowngrade, m.Name, m.Version)
-		default:
-			// 1.0.0+build over 1.0.0: build metadata does not order
-			// versions, so this is the installed version, rebuilt.
-			return fmt.Errorf("%w: %s %s has the same version precedence as the installed %s %s (build metadata after '+' does not count) but different content; the publisher must bump the version (or pass --allow-downgrade to replace it)", ErrDowngrade, m.Name, m.Version, m.Name, prev.Version)
-		}
+		return fmt.Errorf("%w: %s %s is older than %s, the highest version installed before (possibly since removed); pass --allow-downgrade if you really mean to roll back", ErrDowngrade, m.Name, m.Version, hw.Version)
+	case c > 0:
+		return nil
 	}
-	return nil
+	prev, perr := h.opts.Store.Plugin(m.Name)
+	installed := perr == nil
+	markDigest := hw.Digest
+	if !hw.HasDigest() && installed && samePrecedence(prev.Version, hw.Version) {
+		// A mark from before marks held digests: the plugin installed at
+		// its version is the content it stands for.
+		markDigest = prev.Digest
+	}
+	if (markDigest == signing.Digest{}) || markDigest.Equal(digest) {
+		// The content last installed at this version, or a mark that
+		// does not know its content (accepted as before digests).
+		return nil
+	}
+	const fix = "a curator must release a new version, or pass --allow-downgrade to replace it"
+	isInstalled := installed && prev.Digest.Equal(markDigest)
+	switch {
+	case isInstalled && m.Version == prev.Version:
+		return fmt.Errorf("%w: %s %s is already installed with different content (digest %s, this bundle %s); %s", ErrDowngrade, m.Name, m.Version, markDigest.Short(), digest.Short(), fix)
+	case isInstalled:
+		// 1.0.0+build over 1.0.0: build metadata does not order
+		// versions, so this is the installed version, rebuilt.
+		return fmt.Errorf("%w: %s %s has the same version precedence as the installed %s %s (build metadata after '+' does not count) but different content; %s", ErrDowngrade, m.Name, m.Version, m.Name, prev.Version, fix)
+	case m.Version == hw.Version:
+		return fmt.Errorf("%w: a different %s %s (digest %s, this bundle %s) was installed before; %s", ErrDowngrade, m.Name, m.Version, markDigest.Short(), digest.Short(), fix)
+	default:
+		return fmt.Errorf("%w: %s %s has the same version precedence as %s %s (digest %s), installed before (build metadata after '+' does not count), but different content; %s", ErrDowngrade, m.Name, m.Version, m.Name, hw.Version, markDigest.Short(), fix)
+	}
+}
+
+// nextHighWater is the high-water mark after installing version
+// m.Version with digest: that version and digest unless the mark is
+// higher. At the mark's version the digest follows the content installed
+// last (a replacement needed AllowDowngrade); below it the mark stays.
+func (h *Host) nextHighWater(m *plugin.Manifest, digest signing.Digest) (store.HighWaterMark, error) {
+	next := store.HighWaterMark{Version: m.Version, Digest: digest}
+	hw, ok, err := h.opts.Store.HighWater(m.Name)
+	if err != nil || !ok {
+		return next, err
+	}
+	if higher(hw.Version, m.Version) {
+		return hw, nil
+	}
+	return next, nil
 }
 
 func (h *Host) checkToolNames(m *plugin.Manifest) error {

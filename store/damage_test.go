@@ -44,7 +44,7 @@ func populate(t testing.TB) populated {
 	if err := st.Revoke(p.mallet, now); err != nil {
 		t.Fatal(err)
 	}
-	if err := st.PutPlugin(record("a", "1.2.0", p.wasm), p.wasm, "1.2.0"); err != nil {
+	if err := st.PutPlugin(record("a", "1.2.0", p.wasm), p.wasm, store.HighWaterMark{Version: "1.2.0"}); err != nil {
 		t.Fatal(err)
 	}
 	if err := st.SetPolicy(store.PolicyRule{Pattern: "a_*", Action: store.PolicyDeny}); err != nil {
@@ -170,8 +170,8 @@ func TestAnchoredStateReopens(t *testing.T) {
 		if _, ok := ts.Revoked[p.mallet]; !ok || len(ts.Keys) != 2 {
 			t.Fatalf("trust set after reopen: %+v", ts)
 		}
-		if hw, ok, err := st.HighWater("a"); err != nil || !ok || hw != "1.2.0" {
-			t.Fatalf("HighWater = %q %v %v", hw, ok, err)
+		if hw, ok, err := st.HighWater("a"); err != nil || !ok || hw.Version != "1.2.0" {
+			t.Fatalf("HighWater = %+v %v %v", hw, ok, err)
 		}
 		st.Close()
 	}

@@ -50,7 +50,7 @@ func damageAndRead(t testing.TB, p populated, file string, offset int, xor byte,
 	if rules, err := st.PolicyRules(); err == nil && (len(rules) != 1 || rules[0].Action != store.PolicyDeny) {
 		t.Fatalf("%s damaged at %d (xor %#x, cut %d): policy rules %+v without an error", file, offset, xor, cut, rules)
 	}
-	if hw, ok, err := st.HighWater("a"); err == nil && (!ok || hw != "1.2.0") {
+	if hw, ok, err := st.HighWater("a"); err == nil && (!ok || hw.Version != "1.2.0") {
 		t.Fatalf("%s damaged at %d (xor %#x, cut %d): high-water mark %q %v without an error", file, offset, xor, cut, hw, ok)
 	}
 	if rec, err := st.Plugin("a"); err == nil {

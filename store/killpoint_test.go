@@ -45,7 +45,7 @@ func writer(dir string) int {
 	for i := start; ; i++ {
 		wasm := killWasm(i)
 		name := "p" + strconv.Itoa(i)
-		if err := st.PutPlugin(record(name, "1.0."+strconv.Itoa(i), wasm), wasm, "1.0."+strconv.Itoa(i)); err != nil {
+		if err := st.PutPlugin(record(name, "1.0."+strconv.Itoa(i), wasm), wasm, store.HighWaterMark{Version: "1.0." + strconv.Itoa(i)}); err != nil {
 			fmt.Println("put:", err)
 			return 1
 		}

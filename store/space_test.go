@@ -59,12 +59,12 @@ func TestFullDiskRefusesWriteAndKeepsServing(t *testing.T) {
 	}
 	defer st.Close()
 	small := []byte("\x00asm\x01\x00\x00\x00 small")
-	if err := st.PutPlugin(record("small", "1.0.0", small), small, "1.0.0"); err != nil {
+	if err := st.PutPlugin(record("small", "1.0.0", small), small, store.HighWaterMark{Version: "1.0.0"}); err != nil {
 		t.Fatal(err)
 	}
 	filler := fill(t, fs, 24<<20)
 	big := bytes.Repeat([]byte{0xa5}, 6<<20)
-	err = st.PutPlugin(record("big", "1.0.0", big), big, "1.0.0")
+	err = st.PutPlugin(record("big", "1.0.0", big), big, store.HighWaterMark{Version: "1.0.0"})
 	if !errors.Is(err, store.ErrNoSpace) {
 		t.Fatalf("install on a full disk: %v, want ErrNoSpace", err)
 	}
@@ -78,7 +78,7 @@ func TestFullDiskRefusesWriteAndKeepsServing(t *testing.T) {
 	if err := os.Remove(filler); err != nil {
 		t.Fatal(err)
 	}
-	if err := st.PutPlugin(record("big", "1.0.0", big), big, "1.0.0"); err != nil {
+	if err := st.PutPlugin(record("big", "1.0.0", big), big, store.HighWaterMark{Version: "1.0.0"}); err != nil {
 		t.Fatalf("install after freeing space: %v", err)
 	}
 	if got, err := st.Blob(record("big", "1.0.0", big).WasmSHA256); err != nil || !bytes.Equal(got, big) {

@@ -204,9 +204,9 @@ const (
 )
 
 // PutPlugin stores rec and its wasm in one transaction, replacing any
-// plugin of the same name, and records highWater as the highest version
-// ever installed under that name. It returns once the write is on disk.
-func (s *Store) PutPlugin(rec PluginRecord, wasm []byte, highWater string) error {
+// plugin of the same name, and records mark as the rollback high-water
+// mark of that name. It returns once the write is on disk.
+func (s *Store) PutPlugin(rec PluginRecord, wasm []byte, mark HighWaterMark) error {
 	sum := sha256.Sum256(wasm)
 	if hex.EncodeToString(sum[:]) != rec.WasmSHA256 {
 		return fmt.Errorf("store: wasm does not match the record's sha256")
@@ -215,7 +215,8 @@ func (s *Store) PutPlugin(rec PluginRecord, wasm []byte, highWater string) error
 	if err != nil {
 		return fmt.Errorf("store: %w", err)
 	}
-	err = s.update(len(wasm)+len(val), func(txn *badger.Txn) error {
+	markVal := mark.encode()
+	err = s.update(len(wasm)+len(val)+len(markVal), func(txn *badger.Txn) error {
 		blobKey := []byte(blobPrefix + rec.WasmSHA256)
 		if _, err := txn.Get(blobKey); errors.Is(err, badger.ErrKeyNotFound) {
 			if err := txn.Set(blobKey, wasm); err != nil {
@@ -236,10 +237,38 @@ func (s *Store) PutPlugin(rec PluginRecord, wasm []byte, highWater string) error
 		if err := txn.Delete([]byte(quarantinePrefix + rec.Name)); err != nil {
 			return err
 		}
-		return txn.Set([]byte(highWaterPrefix+rec.Name), []byte(highWater))
+		return txn.Set([]byte(highWaterPrefix+rec.Name), markVal)
 	})
 	if err != nil {
 		return fmt.Errorf("store: install %s: %w", rec.Name, err)
+	}
+	return nil
+}
+
+// SetSignatures replaces the stored signatures of plugin name, whose
+// stored digest must be digest: the same content, signed again. Nothing
+// else of the record changes, and the write is one transaction.
+func (s *Store) SetSignatures(name string, digest signing.Digest, signatures []byte) error {
+	err := s.update(len(signatures), func(txn *badger.Txn) error {
+		var rec PluginRecord
+		if err := getJSON(txn, pluginPrefix+name, &rec); err != nil {
+			if errors.Is(err, ErrNotFound) {
+				return fmt.Errorf("%w: plugin %q is not installed; install the bundle instead", ErrNotFound, name)
+			}
+			return err
+		}
+		if !rec.Digest.Equal(digest) {
+			return fmt.Errorf("the installed %s %s has digest %s, not %s; install the bundle again", name, rec.Version, rec.Digest, digest)
+		}
+		rec.Signatures = signatures
+		val, err := json.Marshal(rec)
+		if err != nil {
+			return err
+		}
+		return txn.Set([]byte(pluginPrefix+name), val)
+	})
+	if err != nil {
+		return fmt.Errorf("store: update the signatures of %s: %w", name, err)
 	}
 	return nil
 }
@@ -337,24 +366,6 @@ func (s *Store) RemovePlugin(name string) error {
 		}
 		return txn.Delete([]byte(pluginPrefix + name))
 	})
-}
-
-// HighWater returns the highest version ever installed under name.
-func (s *Store) HighWater(name string) (string, bool, error) {
-	var v string
-	err := s.viewSealed(func(txn *badger.Txn) error {
-		item, err := txn.Get([]byte(highWaterPrefix + name))
-		if err != nil {
-			return err
-		}
-		b, err := item.ValueCopy(nil)
-		v = string(b)
-		return err
-	})
-	if errors.Is(err, badger.ErrKeyNotFound) {
-		return "", false, nil
-	}
-	return v, err == nil, err
 }
 
 // Quarantine records why a plugin failed verification. The plugin stays in

@@ -36,7 +36,7 @@ func TestPluginLifecycleSurvivesReopen(t *testing.T) {
 	dir := t.TempDir()
 	st := open(t, dir)
 	wasm := []byte("\x00asm\x01\x00\x00\x00 one")
-	if err := st.PutPlugin(record("alpha", "1.0.0", wasm), wasm, "1.0.0"); err != nil {
+	if err := st.PutPlugin(record("alpha", "1.0.0", wasm), wasm, store.HighWaterMark{Version: "1.0.0"}); err != nil {
 		t.Fatal(err)
 	}
 	if err := st.Close(); err != nil {
@@ -66,8 +66,8 @@ func TestPluginLifecycleSurvivesReopen(t *testing.T) {
 		t.Fatalf("Blob after remove: %v, want it gone", err)
 	}
 	hw, ok, err := st.HighWater("alpha")
-	if err != nil || !ok || hw != "1.0.0" {
-		t.Fatalf("HighWater after remove = %q %v %v, want 1.0.0 kept", hw, ok, err)
+	if err != nil || !ok || hw.Version != "1.0.0" {
+		t.Fatalf("HighWater after remove = %+v %v %v, want 1.0.0 kept", hw, ok, err)
 	}
 	if err := st.RemovePlugin("alpha"); !errors.Is(err, store.ErrNotFound) {
 		t.Fatalf("second remove: %v", err)
@@ -79,7 +79,7 @@ func TestSharedBlobStaysWhileReferenced(t *testing.T) {
 	defer st.Close()
 	wasm := []byte("\x00asm\x01\x00\x00\x00 shared")
 	for _, n := range []string{"a", "b"} {
-		if err := st.PutPlugin(record(n, "1.0.0", wasm), wasm, "1.0.0"); err != nil {
+		if err := st.PutPlugin(record(n, "1.0.0", wasm), wasm, store.HighWaterMark{Version: "1.0.0"}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -100,7 +100,7 @@ func TestPutPluginRefusesMismatchedWasm(t *testing.T) {
 	st := open(t, t.TempDir())
 	defer st.Close()
 	rec := record("a", "1.0.0", []byte("one"))
-	if err := st.PutPlugin(rec, []byte("two"), "1.0.0"); err == nil {
+	if err := st.PutPlugin(rec, []byte("two"), store.HighWaterMark{Version: "1.0.0"}); err == nil {
 		t.Fatal("PutPlugin accepted wasm that does not match the record")
 	}
 }
@@ -168,7 +168,7 @@ func TestQuarantine(t *testing.T) {
 	st := open(t, t.TempDir())
 	defer st.Close()
 	wasm := []byte("x")
-	if err := st.PutPlugin(record("a", "1.0.0", wasm), wasm, "1.0.0"); err != nil {
+	if err := st.PutPlugin(record("a", "1.0.0", wasm), wasm, store.HighWaterMark{Version: "1.0.0"}); err != nil {
 		t.Fatal(err)
 	}
 	if err := st.Quarantine("a", "blob hash mismatch"); err != nil {
@@ -179,10 +179,37 @@ func TestQuarantine(t *testing.T) {
 		t.Fatalf("Quarantined = %v, %v", q, err)
 	}
 	// A fresh install clears the quarantine.
-	if err := st.PutPlugin(record("a", "1.0.1", wasm), wasm, "1.0.1"); err != nil {
+	if err := st.PutPlugin(record("a", "1.0.1", wasm), wasm, store.HighWaterMark{Version: "1.0.1"}); err != nil {
 		t.Fatal(err)
 	}
 	if q, _ := st.Quarantined(); len(q) != 0 {
 		t.Fatalf("quarantine kept after reinstall: %v", q)
+	}
+}
+
+// SetSignatures replaces only the signatures, and only of the content it
+// names: a plugin replaced in between is not given them.
+func TestSetSignaturesReplacesOnlyThoseOfTheSameContent(t *testing.T) {
+	st := open(t, t.TempDir())
+	defer st.Close()
+	wasm := []byte("\x00asm\x01\x00\x00\x00 one")
+	rec := record("alpha", "1.0.0", wasm)
+	if err := st.PutPlugin(rec, wasm, store.HighWaterMark{Version: "1.0.0"}); err != nil {
+		t.Fatal(err)
+	}
+	sigs := []byte(`{"signatures": [{"key_id": "0123456789abcdef", "signature": "x"}]}`)
+	if err := st.SetSignatures("beta", rec.Digest, sigs); !errors.Is(err, store.ErrNotFound) {
+		t.Fatalf("not installed: %v, want ErrNotFound", err)
+	}
+	other := record("alpha", "2.0.0", []byte("\x00asm\x01\x00\x00\x00 two")).Digest
+	if err := st.SetSignatures("alpha", other, sigs); err == nil {
+		t.Fatal("signatures of other content were stored")
+	}
+	if err := st.SetSignatures("alpha", rec.Digest, sigs); err != nil {
+		t.Fatal(err)
+	}
+	got, err := st.Plugin("alpha")
+	if err != nil || string(got.Signatures) != string(sigs) || !got.InstalledAt.Equal(rec.InstalledAt) || got.Version != "1.0.0" {
+		t.Fatalf("after SetSignatures: %+v, %v", got, err)
 	}
 }

@@ -149,7 +149,7 @@ func (c *Client) Install(ctx context.Context, b *plugin.Bundle, opts host.Instal
 	path := "/v1/install?" + q.Encode()
 	var r installReportJSON
 	err := c.do(ctx, http.MethodPost, path, b.Bytes(), &r)
-	return host.InstallReport{Name: r.Name, Version: r.Version, Digest: r.Digest, Decision: r.Decision.decision(), Previous: r.Previous, Unchanged: r.Unchanged, Changes: r.Changes}, err
+	return host.InstallReport{Name: r.Name, Version: r.Version, Digest: r.Digest, Decision: r.Decision.decision(), Previous: r.Previous, Unchanged: r.Unchanged, SignaturesUpdated: r.SignaturesUpdated, Changes: r.Changes}, err
 }
 
 func (c *Client) Remove(ctx context.Context, name string) error {

@@ -73,7 +73,12 @@ func (g *Governed) Install(ctx context.Context, b *plugin.Bundle, opts host.Inst
 		return rep, err
 	}
 	detail := fmt.Sprintf("version %s, digest %s, signed by %v", rep.Version, rep.Digest, rep.Decision.Signers)
-	if rep.Previous != nil {
+	switch {
+	case rep.SignaturesUpdated:
+		// The same content signed again: recorded as the install it is,
+		// with the signers it had before.
+		detail += fmt.Sprintf(", signatures updated (before: signed by %v)", rep.Previous.Signers)
+	case rep.Previous != nil:
 		detail += fmt.Sprintf(", replacing version %s (%s)", rep.Previous.Version, rep.Previous.Digest)
 	}
 	return rep, g.audit(nil, "install", rep.Name, detail)

@@ -128,7 +128,7 @@ func Handler(api API, changes Watcher) http.Handler {
 		}
 		q := r.URL.Query()
 		rep, err := api.Install(r.Context(), b, host.InstallOptions{AllowDowngrade: q.Get("allow_downgrade") == "1", AcceptWidening: q.Get("accept_widening") == "1"})
-		reply(w, installReportJSON{Name: rep.Name, Version: rep.Version, Digest: rep.Digest, Decision: toDecisionJSON(rep.Decision), Previous: rep.Previous, Unchanged: rep.Unchanged, Changes: rep.Changes}, err)
+		reply(w, installReportJSON{Name: rep.Name, Version: rep.Version, Digest: rep.Digest, Decision: toDecisionJSON(rep.Decision), Previous: rep.Previous, Unchanged: rep.Unchanged, SignaturesUpdated: rep.SignaturesUpdated, Changes: rep.Changes}, err)
 	})
 	mux.HandleFunc("POST /v1/evaluate", func(w http.ResponseWriter, r *http.Request) {
 		b, err := bundleFrom(r)

@@ -114,7 +114,9 @@ type installReportJSON struct {
 	Decision  decisionJSON     `json:"decision"`
 	Previous  *host.PluginInfo `json:"previous,omitempty"`
 	Unchanged bool             `json:"unchanged"`
-	Changes   []plugin.Change  `json:"changes,omitempty"`
+	// SignaturesUpdated: see host.InstallReport.
+	SignaturesUpdated bool            `json:"signatures_updated,omitempty"`
+	Changes           []plugin.Change `json:"changes,omitempty"`
 }
 
 type trustKeyJSON struct {

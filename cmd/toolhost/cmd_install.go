@@ -61,6 +61,8 @@ terminal, or needs --yes.`,
 			switch {
 			case rep.Unchanged:
 				fmt.Fprintf(g.stdout, "%s %s is already installed (digest %s)\n", rep.Name, rep.Version, rep.Digest.Short())
+			case rep.SignaturesUpdated:
+				fmt.Fprintf(g.stdout, "%s %s: signatures updated (now signed by %s; digest %s unchanged)\n", rep.Name, rep.Version, signers, rep.Digest.Short())
 			case rep.Previous != nil:
 				fmt.Fprintf(g.stdout, "upgraded %s %s -> %s (digest %s, signed by %s)\n", rep.Name, rep.Previous.Version, rep.Version, rep.Digest.Short(), signers)
 			default:
@@ -75,7 +77,7 @@ terminal, or needs --yes.`,
 }
 
 func printChanges(w io.Writer, rep host.InstallReport) {
-	if rep.Previous == nil || rep.Unchanged {
+	if rep.Previous == nil || rep.Unchanged || rep.SignaturesUpdated {
 		return
 	}
 	fmt.Fprintf(w, "changes from %s %s to %s:\n", rep.Name, rep.Previous.Version, rep.Version)

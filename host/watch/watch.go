@@ -239,6 +239,10 @@ func (w *Watcher) install(ctx context.Context, file string, st *fileState) {
 		return
 	}
 	st.plugin = m.Name
+	if rep.SignaturesUpdated {
+		log.Info("watch: signatures updated", "plugin", m.Name, "version", m.Version, "digest", rep.Digest.Short(), "signers", strings.Join(rep.Decision.Signers, ", "))
+		return
+	}
 	if rep.Previous != nil {
 		log.Info("watch: upgraded", "plugin", m.Name, "from", rep.Previous.Version, "to", m.Version, "digest", rep.Digest.Short(), "changes", changesText(rep.Changes))
 		return
