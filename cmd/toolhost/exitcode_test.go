@@ -7,6 +7,7 @@ import (
 
 	"github.com/toolhost/toolhost/host"
 	"github.com/toolhost/toolhost/host/audit"
+	"github.com/toolhost/toolhost/store"
 )
 
 // An interrupted command exits with exitInterrupted, not as a refusal.
@@ -25,5 +26,13 @@ func TestInterruptedExitCode(t *testing.T) {
 func TestMissingAuditLogExitCode(t *testing.T) {
 	if got := exitCode(fmt.Errorf("%w: gone", audit.ErrLogMissing)); got != exitRefused {
 		t.Errorf("exitCode(ErrLogMissing) = %d, want %d", got, exitRefused)
+	}
+}
+
+// A key refused by the trust store (a name taken, a rename) is refused:
+// exit 3.
+func TestTrustConflictExitCode(t *testing.T) {
+	if got := exitCode(fmt.Errorf("%w: name taken", store.ErrTrustConflict)); got != exitRefused {
+		t.Errorf("exitCode(ErrTrustConflict) = %d, want %d", got, exitRefused)
 	}
 }
