@@ -104,6 +104,9 @@ func newPolicySetCmd(g *globalOptions) *cobra.Command {
 		Example: "  toolhost policy set 'delete_*' deny\n  toolhost policy set delete_note ask\n  toolhost policy set fetch_url allow",
 		Args:    cobra.ExactArgs(2),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := store.ValidPolicyPattern(args[0]); err != nil {
+				return usageError{err}
+			}
 			if err := store.ValidPolicyAction(args[1]); err != nil {
 				return usageError{err}
 			}
