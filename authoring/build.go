@@ -53,7 +53,8 @@ func DetectLang(dir string) (string, error) {
 
 // Build compiles the plugin in dir to the wasm file its manifest names,
 // checks the module as install would, and writes the unsigned bundle to
-// out (default DIR/NAME.plugin).
+// out (default DIR/NAME.plugin). An out that would overwrite the
+// plugin's sources is refused (plugin.CheckPackOutput).
 func Build(ctx context.Context, dir, out string) (BuildResult, error) {
 	start := time.Now()
 	lang, err := DetectLang(dir)
@@ -63,6 +64,13 @@ func Build(ctx context.Context, dir, out string) (BuildResult, error) {
 	res := BuildResult{Lang: lang}
 	m, err := readManifest(dir)
 	if err != nil {
+		return res, err
+	}
+	if out == "" {
+		out = filepath.Join(dir, m.Name+".plugin")
+	}
+	// Before compiling: -o must not name the manifest or the module.
+	if err := plugin.CheckPackOutput(dir, m, out); err != nil {
 		return res, err
 	}
 	switch lang {
@@ -81,8 +89,8 @@ func Build(ctx context.Context, dir, out string) (BuildResult, error) {
 	if err := Check(b); err != nil {
 		return res, err
 	}
-	if out == "" {
-		out = filepath.Join(dir, b.Manifest().Name+".plugin")
+	if err := plugin.CheckPackOutput(dir, b.Manifest(), out); err != nil {
+		return res, err // the build may have made the module out names
 	}
 	if err := userfile.Replace(out, b.Bytes()); err != nil {
 		return res, err

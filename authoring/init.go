@@ -28,14 +28,23 @@ var ErrExists = errors.New("authoring: directory is not empty")
 
 var nameRE = regexp.MustCompile(`^[a-z][a-z0-9_-]{0,63}$`)
 
+// ValidInit checks Init's name and language, as Init does, so that a
+// caller can tell a bad argument from a failure to write.
+func ValidInit(name, lang string) error {
+	if !nameRE.MatchString(name) {
+		return fmt.Errorf("authoring: plugin name %q must match %s (lowercase letter, then up to 63 of a-z 0-9 _ -)", name, nameRE)
+	}
+	if lang != LangGo && lang != LangAssemblyScript {
+		return fmt.Errorf("authoring: unknown language %q: use %s or %s", lang, LangGo, LangAssemblyScript)
+	}
+	return nil
+}
+
 // Init writes a new plugin directory for NAME in lang at dir, which must
 // not exist or be empty. It returns the files written, relative to dir.
 func Init(dir, name, lang string) ([]string, error) {
-	if !nameRE.MatchString(name) {
-		return nil, fmt.Errorf("authoring: plugin name %q must match %s (lowercase letter, then up to 63 of a-z 0-9 _ -)", name, nameRE)
-	}
-	if lang != LangGo && lang != LangAssemblyScript {
-		return nil, fmt.Errorf("authoring: unknown language %q: use %s or %s", lang, LangGo, LangAssemblyScript)
+	if err := ValidInit(name, lang); err != nil {
+		return nil, err
 	}
 	if entries, err := os.ReadDir(dir); err == nil && len(entries) > 0 {
 		return nil, fmt.Errorf("%w: %s already holds %d entries; choose a new directory with --dir", ErrExists, dir, len(entries))

@@ -213,3 +213,37 @@ func TestSetSignaturesReplacesOnlyThoseOfTheSameContent(t *testing.T) {
 		t.Fatalf("after SetSignatures: %+v, %v", got, err)
 	}
 }
+
+// A trusted name is one key's, ignoring case, and adding a trusted key
+// again never renames it; adding it again under its name is a no-op that
+// keeps when it was added.
+func TestTrustNamesAreUnique(t *testing.T) {
+	st := open(t, t.TempDir())
+	defer st.Close()
+	k1, _ := signing.GenerateKey(nil)
+	k2, _ := signing.GenerateKey(nil)
+	then := time.Unix(1700000000, 0).UTC()
+	if err := st.AddTrustedKey(curator.TrustedKey{Name: "demo-curator", Key: k1.Public(), AddedAt: then}); err != nil {
+		t.Fatal(err)
+	}
+	for _, k := range []curator.TrustedKey{
+		{Name: "demo-curator", Key: k2.Public(), AddedAt: then},
+		{Name: "Demo-Curator", Key: k2.Public(), AddedAt: then},
+		{Name: "other", Key: k1.Public(), AddedAt: then},
+	} {
+		err := st.AddTrustedKey(k)
+		if !errors.Is(err, store.ErrTrustConflict) {
+			t.Errorf("AddTrustedKey(%s, %s) = %v, want ErrTrustConflict", k.Name, k.Key.ID(), err)
+		}
+	}
+	if err := st.AddTrustedKey(curator.TrustedKey{Name: "demo-curator", Key: k1.Public(), AddedAt: then.Add(time.Hour)}); err != nil {
+		t.Fatalf("adding the same key under its name: %v", err)
+	}
+	ts, err := st.TrustSet()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := ts.Keys[k1.Public().ID()]; len(ts.Keys) != 1 || got.Name != "demo-curator" || !got.AddedAt.Equal(then) {
+		t.Fatalf("keys = %+v", ts.Keys)
+	}
+}

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	badger "github.com/dgraph-io/badger/v4"
@@ -28,10 +29,51 @@ type policyJSON struct {
 	Threshold int `json:"threshold"`
 }
 
+// ErrTrustConflict is wrapped by AddTrustedKey's refusals: the name is
+// another key's, or the key is already trusted under another name.
+var ErrTrustConflict = errors.New("store: conflicts with a trusted key")
+
 // AddTrustedKey trusts a curator key. Adding a revoked key records it but it
 // still does not count until it is un-revoked.
+//
+// A name identifies one key (compared ignoring case), so that signers
+// shown by name are distinct: a name another key holds (revoked or not) is
+// refused. Adding a key that is already trusted under the same name
+// changes nothing; under another name it is refused, so that a key is
+// never renamed as a side effect of adding it.
 func (s *Store) AddTrustedKey(k curator.TrustedKey) error {
-	return putJSON(s, trustKeyPrefix+k.Key.ID().String(), trustedKeyJSON{Name: k.Name, PublicKey: k.Key, AddedAt: k.AddedAt.UTC()})
+	id := k.Key.ID()
+	val, err := json.Marshal(trustedKeyJSON{Name: k.Name, PublicKey: k.Key, AddedAt: k.AddedAt.UTC()})
+	if err != nil {
+		return err
+	}
+	err = s.update(len(val), func(txn *badger.Txn) error {
+		same := false
+		if err := iterate(txn, trustKeyPrefix, func(key string, v []byte) error {
+			var j trustedKeyJSON
+			if err := json.Unmarshal(v, &j); err != nil {
+				return fmt.Errorf("%w: trust key %s: %v", ErrCorrupt, key, err)
+			}
+			switch {
+			case key == id.String() && j.Name == k.Name:
+				same = true
+			case key == id.String():
+				return fmt.Errorf("%w: key %s is already trusted as %q; to rename it to %q, run `toolhost trust remove %s`, then add it again with --name %s",
+					ErrTrustConflict, id, j.Name, k.Name, id, k.Name)
+			case strings.EqualFold(j.Name, k.Name):
+				return fmt.Errorf("%w: the name %q is already used by the trusted key %s; give this key (%s) another name with --name NAME",
+					ErrTrustConflict, j.Name, key, id)
+			}
+			return nil
+		}); err != nil || same {
+			return err
+		}
+		return txn.Set([]byte(trustKeyPrefix+id.String()), val)
+	})
+	if err != nil && !errors.Is(err, ErrTrustConflict) {
+		return fmt.Errorf("store: %w", err)
+	}
+	return err
 }
 
 // RemoveTrustedKey stops trusting a key.

@@ -129,8 +129,22 @@ func TestConformance(t *testing.T) {
 			if err := api.AddTrustedKey(ctx, "alice", alice.Public()); err != nil {
 				t.Fatal(err)
 			}
+			// Names are one key's; adding again under the same name changes
+			// nothing, under another it is refused.
+			bob, _ := signing.GenerateKey(nil)
+			if err := api.AddTrustedKey(ctx, "alice", alice.Public()); err != nil {
+				t.Fatalf("adding alice again: %v", err)
+			}
+			for _, c := range []struct {
+				name string
+				key  signing.PublicKey
+			}{{"ALICE", bob.Public()}, {"alice2", alice.Public()}} {
+				if err := api.AddTrustedKey(ctx, c.name, c.key); !errors.Is(err, store.ErrTrustConflict) {
+					t.Fatalf("AddTrustedKey %s: %v, want ErrTrustConflict", c.name, err)
+				}
+			}
 			ts, err := api.TrustSet(ctx)
-			if err != nil || ts.Keys[alice.Public().ID()].Name != "alice" || !ts.Keys[alice.Public().ID()].Key.Equal(alice.Public()) {
+			if err != nil || len(ts.Keys) != 1 || ts.Keys[alice.Public().ID()].Name != "alice" || !ts.Keys[alice.Public().ID()].Key.Equal(alice.Public()) {
 				t.Fatalf("TrustSet: %+v %v", ts, err)
 			}
 			rep, err := api.Install(ctx, echoBundle(t, "1.1.0", alice), host.InstallOptions{})

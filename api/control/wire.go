@@ -48,6 +48,7 @@ var kinds = []struct {
 	{"no_such_approval", govern.ErrNoSuchApproval},
 	{"invalid_setting", host.ErrInvalidSetting},
 	{"secrets_key", store.ErrSecretsKey},
+	{"trust_conflict", store.ErrTrustConflict},
 }
 
 func toWire(err error) *wireError {

@@ -3,6 +3,7 @@ package main
 import (
 	"encoding/json"
 	"fmt"
+	"strings"
 	"text/tabwriter"
 	"time"
 
@@ -72,6 +73,9 @@ func newApprovalsDecideCmd(g *globalOptions, approve bool) *cobra.Command {
 		Use: use, Short: short, Example: example,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if strings.TrimSpace(args[0]) == "" {
+				return usagef("the approval ID is empty: give the ID of a waiting call, as `toolhost approvals list` shows it")
+			}
 			return g.withGovernance(cmd.Context(), func(gov control.Governance, _ bool) error {
 				if err := gov.Decide(cmd.Context(), args[0], approve, reason); err != nil {
 					return err

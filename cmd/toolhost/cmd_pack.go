@@ -28,6 +28,9 @@ a deterministic bundle holding the manifest and the wasm named by it.`,
 			if err != nil {
 				return sourceError{err}
 			}
+			if err := plugin.CheckPackOutput(args[0], b.Manifest(), out); err != nil {
+				return usageError{err}
+			}
 			if err := userfile.Replace(out, b.Bytes()); err != nil {
 				return outputPathError(err)
 			}

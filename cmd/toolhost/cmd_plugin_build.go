@@ -1,6 +1,7 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -8,6 +9,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/toolhost/toolhost/authoring"
+	"github.com/toolhost/toolhost/plugin"
 )
 
 func newPluginBuildCmd(g *globalOptions) *cobra.Command {
@@ -30,6 +32,9 @@ install it.`,
 				dir = args[0]
 			}
 			res, err := authoring.Build(cmd.Context(), dir, out)
+			if errors.Is(err, plugin.ErrOutputIsSource) {
+				return usageError{err}
+			}
 			if err != nil {
 				return sourceError{err}
 			}

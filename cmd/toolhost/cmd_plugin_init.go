@@ -23,6 +23,9 @@ The templates are part of the toolhost binary. DIR must not exist or be empty.`,
 		Args:    cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			name := args[0]
+			if err := authoring.ValidInit(name, lang); err != nil {
+				return usageError{err}
+			}
 			if dir == "" {
 				dir = name
 			}

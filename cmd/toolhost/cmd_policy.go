@@ -4,11 +4,14 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"strings"
 	"text/tabwriter"
 
 	"github.com/spf13/cobra"
 
 	"github.com/toolhost/toolhost/api/control"
+	"github.com/toolhost/toolhost/host/govern"
+	"github.com/toolhost/toolhost/plugin"
 	"github.com/toolhost/toolhost/store"
 )
 
@@ -104,6 +107,9 @@ func newPolicySetCmd(g *globalOptions) *cobra.Command {
 		Example: "  toolhost policy set 'delete_*' deny\n  toolhost policy set delete_note ask\n  toolhost policy set fetch_url allow",
 		Args:    cobra.ExactArgs(2),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := store.ValidPolicyPattern(args[0]); err != nil {
+				return usageError{err}
+			}
 			if err := store.ValidPolicyAction(args[1]); err != nil {
 				return usageError{err}
 			}
@@ -112,6 +118,9 @@ func newPolicySetCmd(g *globalOptions) *cobra.Command {
 					return err
 				}
 				fmt.Fprintf(g.stdout, "policy: %s -> %s\n", args[0], args[1])
+				if v, err := gov.Policy(cmd.Context()); err == nil {
+					warnCaseOnly(g, args[0], args[1], v.Tools)
+				}
 				return nil
 			})
 		},
@@ -134,4 +143,28 @@ func newPolicyUnsetCmd(g *globalOptions) *cobra.Command {
 			})
 		},
 	}
+}
+
+// warnCaseOnly warns when pattern matches no installed tool but would
+// match some ignoring case: rules match tool names exactly (RATIONALE.md),
+// so such a rule, say "Delete_Note deny", silently applies to nothing.
+func warnCaseOnly(g *globalOptions, pattern, action string, tools []govern.Effective) {
+	var near []string
+	for _, t := range tools {
+		if plugin.MatchGlob(pattern, t.Tool) {
+			return
+		}
+		if plugin.MatchGlob(strings.ToLower(pattern), strings.ToLower(t.Tool)) {
+			near = append(near, t.Tool)
+		}
+	}
+	if len(near) == 0 {
+		return
+	}
+	fix := "write the pattern in the tools' own case"
+	if len(near) == 1 && !strings.ContainsAny(pattern, "*?") {
+		fix = fmt.Sprintf("run `toolhost policy set %s %s`", near[0], action)
+	}
+	fmt.Fprintf(g.stderr, "warning: the rule for %q applies to no installed tool: rules match tool names exactly, case included, and it matches %s only ignoring case; %s, and `toolhost policy unset %s`\n",
+		pattern, strings.Join(near, ", "), fix, pattern)
 }

@@ -15,7 +15,12 @@ func newTrustAddCmd(g *globalOptions) *cobra.Command {
 		Short: "Trust a curator's public key",
 		Long: `Add a curator public key (NAME.pub from toolhost curator keygen) to the trust
 store. Plugins signed by it become installable and loadable; a running host
-picks the change up at once.`,
+picks the change up at once.
+
+A name is one key's (ignoring case): a name another trusted or revoked key
+holds is refused (exit 3); pick another with --name. Adding a key that is
+already trusted under its name changes nothing; under another name it is
+refused: to rename a key, trust remove it and add it again with --name.`,
 		Example: "  toolhost trust add alice.pub\n  toolhost trust add alice.pub --name alice@example.com",
 		Args:    cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {

@@ -1,12 +1,16 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"fmt"
+	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/toolhost/toolhost/host"
 	"github.com/toolhost/toolhost/host/audit"
+	"github.com/toolhost/toolhost/store"
 )
 
 // An interrupted command exits with exitInterrupted, not as a refusal.
@@ -25,5 +29,34 @@ func TestInterruptedExitCode(t *testing.T) {
 func TestMissingAuditLogExitCode(t *testing.T) {
 	if got := exitCode(fmt.Errorf("%w: gone", audit.ErrLogMissing)); got != exitRefused {
 		t.Errorf("exitCode(ErrLogMissing) = %d, want %d", got, exitRefused)
+	}
+}
+
+// A key refused by the trust store (a name taken, a rename) is refused:
+// exit 3.
+func TestTrustConflictExitCode(t *testing.T) {
+	if got := exitCode(fmt.Errorf("%w: name taken", store.ErrTrustConflict)); got != exitRefused {
+		t.Errorf("exitCode(ErrTrustConflict) = %d, want %d", got, exitRefused)
+	}
+}
+
+// Bad arguments found by a library's validator are usage errors (exit 2),
+// checked before anything is opened; they used to exit 1 or 5.
+func TestBadArgumentsExitUsage(t *testing.T) {
+	for _, args := range [][]string{
+		{"policy", "set", "[abc", "deny"},
+		{"policy", "set", "", "deny"},
+		{"policy", "set", strings.Repeat("a", 65), "deny"},
+		{"plugin", "init", "Bad"},
+		{"plugin", "init", "1abc"},
+		{"plugin", "init", "a/b"},
+		{"approvals", "approve", ""},
+		{"approvals", "deny", " "},
+	} {
+		home := filepath.Join(t.TempDir(), "home")
+		var stdout, stderr bytes.Buffer
+		if code := run(context.Background(), append([]string{"--home", home}, args...), strings.NewReader(""), &stdout, &stderr); code != exitUsage {
+			t.Errorf("%q: exit %d, want %d; stderr %q", args, code, exitUsage, stderr.String())
+		}
 	}
 }

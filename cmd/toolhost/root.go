@@ -214,7 +214,7 @@ func exitCode(err error) int {
 		errors.Is(err, curator.ErrKeyFileExposed),
 		errors.Is(err, host.ErrWidening), errors.Is(err, store.ErrTampered),
 		errors.Is(err, control.ErrUntrustedSocket), errors.Is(err, errNotPrivate),
-		errors.Is(err, authoring.ErrModule):
+		errors.Is(err, authoring.ErrModule), errors.Is(err, store.ErrTrustConflict):
 		return exitRefused
 	}
 	return exitError
