@@ -28,7 +28,8 @@ func (h *Host) PolicyHooks() []PolicyHook {
 	var out []PolicyHook
 	for _, l := range h.plugins {
 		if l.manifest == nil {
-			continue // quarantined: its bytes did not verify, it has no hooks
+			out = append(out, quarantinedHooks(l)...)
+			continue
 		}
 		for _, hk := range l.manifest.Hooks {
 			out = append(out, PolicyHook{Plugin: l.name, Hook: hk, Call: func(ctx context.Context, export string, input []byte) ([]byte, error) {
@@ -42,6 +43,26 @@ func (h *Host) PolicyHooks() []PolicyHook {
 				return mod.Call(ctx, export, input)
 			}})
 		}
+	}
+	return out
+}
+
+// quarantinedHooks are the hooks a quarantined plugin's stored manifest
+// still names, each answering plugin_unavailable, so that the tools a
+// damaged policy plugin guarded are refused (hooks fail closed) rather than
+// run unguarded until an operator removes or reinstalls it. The manifest
+// is read for nothing else: its bytes did not verify. A manifest too
+// damaged to parse names no hooks.
+func quarantinedHooks(l *loaded) []PolicyHook {
+	m, err := plugin.ParseManifest(l.record.Manifest)
+	if err != nil {
+		return nil
+	}
+	var out []PolicyHook
+	for _, hk := range m.Hooks {
+		out = append(out, PolicyHook{Plugin: l.name, Hook: hk, Call: func(context.Context, string, []byte) ([]byte, error) {
+			return nil, toolerr.Errorf(toolerr.CodeUnavailable, "policy plugin %s is quarantined (%v): remove it and install it again", l.name, l.integrityErr)
+		}})
 	}
 	return out
 }

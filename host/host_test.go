@@ -1,6 +1,7 @@
 package host_test
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -397,10 +398,46 @@ func TestDamagedStoreEntryIsQuarantined(t *testing.T) {
 	if q["bad"] == "" {
 		t.Fatal("quarantine not recorded in the store")
 	}
-	// A quarantined plugin has no manifest to take hooks from.
+	// Neither plugin declares hooks, the damaged one included.
 	if hooks := e.h.PolicyHooks(); len(hooks) != 0 {
 		t.Fatalf("hooks %+v from plugins without any", hooks)
 	}
+}
+
+// A policy plugin whose stored bytes stop verifying keeps the hooks its
+// stored manifest names, and they fail closed: the tools it guarded are
+// refused, not run unguarded, until it is removed or reinstalled.
+func TestQuarantinedPolicyPluginFailsClosed(t *testing.T) {
+	e := newEnv(t, host.Options{})
+	alice := e.curator("alice", true)
+	withHook := func(limits string) []byte {
+		m := echoManifest("policy", "1.0.0", "p_", limits)
+		return bytes.Replace(m, []byte(`"limits":`), []byte(`"hooks": [{"event": "before_call", "export": "echo", "tools": ["g_*"], "priority": 1}], "limits":`), 1)
+	}
+	e.install(e.bundle(withHook(defaultLimits), alice))
+	if hooks := e.h.PolicyHooks(); len(hooks) != 1 {
+		t.Fatalf("hooks of the intact policy plugin: %+v", hooks)
+	}
+	rec, err := e.st.Plugin("policy")
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec.Manifest = withHook(`{"memory_pages": 4096}`) // edited in the store: the digest no longer matches
+	if err := e.st.PutPlugin(rec, echoModule(t), store.HighWaterMark{Version: "1.0.0"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.h.Reload(); err != nil {
+		t.Fatal(err)
+	}
+	if p, _ := e.h.Plugin("policy"); p.State != "quarantined" {
+		t.Fatalf("state %q, want quarantined", p.State)
+	}
+	hooks := e.h.PolicyHooks()
+	if len(hooks) != 1 || hooks[0].Hook.Tools[0] != "g_*" {
+		t.Fatalf("hooks of the quarantined policy plugin: %+v", hooks)
+	}
+	_, err = hooks[0].Call(context.Background(), "echo", []byte(`{}`))
+	wantCode(t, err, toolerr.CodeUnavailable, "quarantined")
 }
 
 func TestArgumentsValidatedBeforeTheSandbox(t *testing.T) {
