@@ -139,7 +139,11 @@ func FuzzAppendReadsBack(f *testing.F) {
 	f.Add("", "", "[1e999]", "")
 	f.Fuzz(func(t *testing.T, tool, message, args, detail string) {
 		path := t.TempDir() + "/" + FileName
-		l, err := Open(path)
+		// A small ring and no fdatasync: what is checked is the bytes, and a
+		// 4 MiB write-ahead file and three syncs per input made ~5 inputs a
+		// second, slow enough for the fuzzing engine's own deadline to end
+		// a run under load.
+		l, err := open(path, smallRing, fastSync)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -163,7 +167,7 @@ func FuzzAppendReadsBack(f *testing.F) {
 		if s, err := Verify(bytes.NewReader(data), ""); err != nil || s.Records != uint64(len(rs)) {
 			t.Fatalf("Verify = %+v, %v", s, err)
 		}
-		if l, err = Open(path); err != nil {
+		if l, err = open(path, smallRing, fastSync); err != nil {
 			t.Fatalf("reopen: %v", err)
 		}
 		l.Close()
