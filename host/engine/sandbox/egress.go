@@ -250,8 +250,9 @@ func (e egress) client(secrets []engine.Secret) *http.Client {
 			if err := e.checkURL(req.URL); err != nil {
 				return err
 			}
-			// The next hop carries each secret only if its host is bound.
-			applySecrets(req.Header, secrets, req.URL.Hostname())
+			// The next hop carries each secret only if its host is bound
+			// (and, without the private-network grant, only over https).
+			e.applySecrets(req.Header, secrets, req.URL)
 			return nil
 		},
 	}
@@ -299,11 +300,11 @@ func (e egress) fetch(ctx context.Context, req fetchRequest) (fetchResponse, err
 	if hr.Header.Get("User-Agent") == "" {
 		hr.Header.Set("User-Agent", "toolhost-plugin")
 	}
-	secrets, err := e.requestedSecrets(req.Secrets, u.Hostname())
+	secrets, err := e.requestedSecrets(req.Secrets, u)
 	if err != nil {
 		return fetchResponse{}, err
 	}
-	applySecrets(hr.Header, secrets, u.Hostname())
+	e.applySecrets(hr.Header, secrets, u)
 	c := e.client(secrets)
 	defer c.CloseIdleConnections()
 	resp, err := c.Do(hr)

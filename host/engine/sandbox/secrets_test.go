@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/netip"
+	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
@@ -163,6 +164,38 @@ func TestFetchSecretsOnlyToBoundHosts(t *testing.T) {
 	for _, err := range errs {
 		if strings.Contains(err.Error(), testSecretValue) {
 			t.Fatalf("error message holds the secret: %v", err)
+		}
+	}
+}
+
+// Without the operator's private-network grant (the setting for a local
+// test server), a secret goes only over https: a plugin asking for one on
+// an http URL is refused before any connection, and a redirect hop to
+// http carries none.
+func TestSecretsOnlyOverHTTPS(t *testing.T) {
+	e := egress{plugin: "weather", hosts: []string{"api.test"}, secrets: testSecrets()}
+	_, err := e.fetch(t.Context(), fetchRequest{URL: "http://api.test/", Secrets: []string{"api_token"}})
+	if !errors.Is(err, errDenied) || !strings.Contains(err.Error(), "only over https") || strings.Contains(err.Error(), testSecretValue) {
+		t.Fatalf("a secret on an http URL: %v, want a permission denial", err)
+	}
+	secrets, err := e.requestedSecrets([]string{"api_token"}, &url.URL{Scheme: "https", Host: "api.test"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		url          string
+		allowPrivate bool
+		want         bool
+	}{
+		{"https://api.test/x", false, true},
+		{"http://api.test/x", false, false}, // a redirect hop to http
+		{"http://api.test/x", true, true},
+	} {
+		u, _ := url.Parse(tc.url)
+		h := http.Header{}
+		egress{secrets: testSecrets(), allowPrivate: tc.allowPrivate}.applySecrets(h, secrets, u)
+		if got := h.Get("Authorization") != ""; got != tc.want {
+			t.Errorf("%s (private grant %v): secret sent %v, want %v", tc.url, tc.allowPrivate, got, tc.want)
 		}
 	}
 }
