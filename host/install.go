@@ -172,19 +172,21 @@ func (h *Host) replaceSignatures(ctx context.Context, b *plugin.Bundle) error {
 	return h.reload()
 }
 
-// samePrecedence reports whether versions a and b parse and order equal
-// (they may differ in build metadata).
-func samePrecedence(a, b string) bool {
+// compareVersions orders versions a and b (-1, 0, +1; 0 also for versions
+// that differ only in build metadata); ok is false unless both parse.
+func compareVersions(a, b string) (c int, ok bool) {
 	va, errA := plugin.ParseVersion(a)
 	vb, errB := plugin.ParseVersion(b)
-	return errA == nil && errB == nil && va.Compare(vb) == 0
+	if errA != nil || errB != nil {
+		return 0, false
+	}
+	return va.Compare(vb), true
 }
 
-func higher(a, b string) bool {
-	va, errA := plugin.ParseVersion(a)
-	vb, errB := plugin.ParseVersion(b)
-	return errA == nil && errB == nil && va.Compare(vb) > 0
-}
+// samePrecedence reports whether versions a and b parse and order equal.
+func samePrecedence(a, b string) bool { c, ok := compareVersions(a, b); return ok && c == 0 }
+
+func higher(a, b string) bool { c, ok := compareVersions(a, b); return ok && c > 0 }
 
 // checkVersion applies the rollback rule (RATIONALE.md, "Rollback
 // protection"): above the high-water mark installs; the mark's version

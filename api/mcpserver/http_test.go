@@ -39,14 +39,6 @@ func mcpRequest(method, url string, header http.Header, body string) *http.Reque
 
 const legacyInitialize = `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"raw","version":"0"}}}`
 
-func (s *Server) sessionCount() int {
-	n := 0
-	for range s.mcp.Sessions() {
-		n++
-	}
-	return n
-}
-
 // Clients that never DELETE their session must not leak: an idle session
 // ends after SessionTimeout, and its id is then unknown (404, so the
 // client starts a new one).

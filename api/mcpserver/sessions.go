@@ -71,13 +71,19 @@ func (s *Server) endSession(id string) {
 	}
 }
 
-// tooManySessions answers an initialize that would open a session beyond
-// max: 503 with a JSON-RPC error that says what to do.
-func (s *Server) tooManySessions(w http.ResponseWriter, max int) bool {
+// sessionCount is the number of sessions open (every transport).
+func (s *Server) sessionCount() int {
 	n := 0
 	for range s.mcp.Sessions() {
 		n++
 	}
+	return n
+}
+
+// tooManySessions answers an initialize that would open a session beyond
+// max: 503 with a JSON-RPC error that says what to do.
+func (s *Server) tooManySessions(w http.ResponseWriter, max int) bool {
+	n := s.sessionCount()
 	if n < max {
 		return false
 	}

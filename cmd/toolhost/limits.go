@@ -22,7 +22,8 @@ const (
 	// and arguments in memory.
 	maxQueuedLimit = 65536
 	// maxApprovalTimeout caps --approval-timeout: a call waiting for a
-	// person holds its caller, its admission slot and a pending entry.
+	// person holds its caller's connection and a pending entry (not an
+	// admission slot).
 	maxApprovalTimeout = 24 * time.Hour
 )
 

@@ -18,9 +18,6 @@ type Durable struct {
 	cands map[uint64][][]byte
 }
 
-// Seq is the last record the checkpoint says was made durable (0: none).
-func (d *Durable) Seq() uint64 { return d.ck.seq }
-
 // ReadDurable reads, and never writes or creates, the write-ahead file
 // beside the log at logPath. It returns nil (and no error) when there is
 // none, or none with a valid checkpoint: a log from a toolhost before the

@@ -22,7 +22,7 @@ const DefaultApprovalTimeout = 2 * time.Minute
 const DefaultMaxPending = 256
 
 // ErrTooManyPending is Ask's error when MaxPending calls already wait.
-var ErrTooManyPending = errors.New("too many calls wait for approval")
+var ErrTooManyPending = errors.New("calls already wait for approval, the most that may")
 
 // ErrNoSuchApproval is returned for an ID that is not pending (decided,
 // timed out, its caller gone, or never there).
@@ -120,7 +120,7 @@ func (a *Approvals) Ask(ctx context.Context, p Pending) (Outcome, error) {
 	}
 	if len(a.pending) >= max {
 		a.mu.Unlock()
-		return Outcome{}, fmt.Errorf("%w (%d)", ErrTooManyPending, max)
+		return Outcome{}, fmt.Errorf("%d %w", max, ErrTooManyPending)
 	}
 	a.pending[p.ID] = w
 	a.mu.Unlock()

@@ -199,7 +199,7 @@ func (g *Governor) beforeCall(ctx context.Context, c *host.CallInfo) (host.Verdi
 	switch {
 	case errors.Is(err, ErrTooManyPending):
 		v.Decision, v.DecidedBy = "denied", "toolhost"
-		return v, toolerr.Errorf(toolerr.CodeBusy, "%s needs approval and %v already: decide them first (`toolhost approvals list`), then call again", c.Tool.Name, err)
+		return v, toolerr.Errorf(toolerr.CodeBusy, "%s needs approval, but %v: decide some of them first (`toolhost approvals list`), then call again", c.Tool.Name, err)
 	case err != nil:
 		v.Decision, v.DecidedBy = "cancelled", "caller"
 		return v, toolerr.Errorf(toolerr.CodeCancelled, "the caller went away while %s waited for approval", c.Tool.Name)

@@ -137,6 +137,8 @@ func replace(target string, data []byte, perm fs.FileMode, keepPerm bool) error 
 	if dir == "" {
 		dir = "."
 	}
+	// Not os.CreateTemp: it creates 0600, and a new bundle should get 0644
+	// less the user's umask, which only the kernel applies at creation.
 	var f *os.File
 	var tmp string
 	for range 100 {

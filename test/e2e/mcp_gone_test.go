@@ -39,7 +39,8 @@ func TestMCPStdioClientGoneEndsCleanly(t *testing.T) {
 	out.Close() // the client is gone before the server answers
 	io.WriteString(stdin, `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"gone","version":"0"}}}`+"\n")
 	io.WriteString(stdin, `{"jsonrpc":"2.0","id":2,"method":"tools/list"}`+"\n")
-	time.Sleep(500 * time.Millisecond)
+	// The end of the input: the server still answers what it read (and
+	// so writes to the closed pipe) before the session ends.
 	stdin.Close()
 	done := make(chan error, 1)
 	go func() { done <- cmd.Wait() }()
