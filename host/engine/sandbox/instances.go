@@ -4,8 +4,10 @@ import (
 	"bytes"
 	"context"
 	"crypto/rand"
+	"errors"
 	"strings"
 	"sync"
+	"sync/atomic"
 
 	extism "github.com/extism/go-sdk"
 	"github.com/tetratelabs/wazero"
@@ -20,8 +22,11 @@ type inProcessModule struct {
 	compiled *extism.CompiledPlugin
 	// prep, when not nil, is the module compiled prepared for snapshots:
 	// fresh calls then run on resettable instances.
-	prep  *prepared
-	files *readOnlyFiles
+	prep *prepared
+	// initTainted: an instance's initialization left WASI state no
+	// snapshot holds (errInitTainted); instances are then plain ones.
+	initTainted atomic.Bool
+	files       *readOnlyFiles
 	// closeMu orders Close after the calls and refills in flight: they
 	// hold it for reading while they use compiled, files and ready; Close
 	// takes it for writing to set closed and release them. So Close waits
@@ -143,7 +148,7 @@ func (m *inProcessModule) firstInstance(ctx context.Context) error {
 // resettable instance when the module was prepared for snapshots and its
 // initialization left a state worth keeping, else a plain one.
 func (m *inProcessModule) newInstance(ctx context.Context) (*instance, error) {
-	if m.prep != nil {
+	if m.prep != nil && !m.initTainted.Load() {
 		if in := m.newResettableInstance(ctx); in != nil {
 			return in, nil
 		}
@@ -172,6 +177,9 @@ func (m *inProcessModule) newResettableInstance(ctx context.Context) *instance {
 	ctx = context.WithValue(ctx, guardKey{}, in.g)
 	r, err := newResettable(ctx, m.compiled, m.prep, in.g, extism.PluginInstanceConfig{ModuleConfig: m.moduleConfig(in.stderr)}, !m.spec.ReuseInstances)
 	if err != nil {
+		if errors.Is(err, errInitTainted) {
+			m.initTainted.Store(true) // every initialization does the same: stop trying
+		}
 		return nil
 	}
 	if in.g.exhausted() || in.g.badAccess != "" || in.g.inputRefused {

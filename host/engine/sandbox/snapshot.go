@@ -107,7 +107,7 @@ func (f snapshotListeners) NewFunctionListener(def api.FunctionDefinition) exper
 		return initListener{}
 	}
 	if def.ModuleName() == wasiModule && def.GoFunction() != nil && len(def.ExportNames()) > 0 && !wasiStateless[def.ExportNames()[0]] {
-		return taintListener{next: f.nextListener(def)}
+		return taintListener{next: f.nextListener(def), initOK: wasiInitOK[def.ExportNames()[0]]}
 	}
 	return f.nextListener(def)
 }
@@ -135,14 +135,36 @@ var wasiStateless = map[string]bool{
 	"path_filestat_get": true, "path_readlink": true,
 }
 
-type taintKey struct{}
+// wasiInitOK are the WASI functions outside wasiStateless that an
+// instance's initialization may call and still be snapshotted: Go's
+// wasip1 runtime sets the flags of stdin, stdout and stderr when it
+// starts. What they change is the same in every instance, and a call that
+// changes it again taints its instance. Every other one (path_open above
+// all: a descriptor opened then has an offset that fd_read, stateless for
+// stdio, moves from call to call) makes the module's instances plain
+// fresh ones.
+var wasiInitOK = map[string]bool{"fd_fdstat_set_flags": true}
 
-// taintListener marks the call's instance as not resettable, then runs
+// taintKey holds the *bool a call's WASI use taints; initTaintKey the
+// *bool an instance's initialization taints.
+type (
+	taintKey     struct{}
+	initTaintKey struct{}
+)
+
+// taintListener marks the call's instance as not resettable (or, during
+// its initialization, as not to be snapshotted, unless initOK), then runs
 // the listener it wraps (if any).
-type taintListener struct{ next experimental.FunctionListener }
+type taintListener struct {
+	next   experimental.FunctionListener
+	initOK bool
+}
 
 func (l taintListener) Before(ctx context.Context, mod api.Module, def api.FunctionDefinition, params []uint64, si experimental.StackIterator) {
 	if tainted, ok := ctx.Value(taintKey{}).(*bool); ok {
+		*tainted = true
+	}
+	if tainted, ok := ctx.Value(initTaintKey{}).(*bool); ok && !l.initOK {
 		*tainted = true
 	}
 	if l.next != nil {
@@ -208,6 +230,13 @@ type resettable struct {
 // refused.
 func newResettable(ctx context.Context, cp *extism.CompiledPlugin, prep *prepared, alloc imageSource, cfg extism.PluginInstanceConfig, snapshot bool) (*resettable, error) {
 	ctx = experimental.WithMemoryAllocator(ctx, alloc)
+	// The start function and the guest runtime's initialization are
+	// watched too: WASI state they leave (a descriptor opened or
+	// renumbered) is in no snapshot, and calls could then change it with
+	// functions that are otherwise stateless (fd_read moves the offset of
+	// a file the start function opened). See wasiInitOK.
+	var initTainted bool
+	ctx = context.WithValue(ctx, initTaintKey{}, &initTainted)
 	p, err := cp.Instance(ctx, cfg)
 	if err != nil {
 		mems, _ := alloc.images()
@@ -229,6 +258,9 @@ func newResettable(ctx context.Context, cp *extism.CompiledPlugin, prep *prepare
 		err = errors.New("the init export ran unobserved")
 	}
 	var state *snapshotState
+	if err == nil && snapshot && initTainted {
+		err = errInitTainted
+	}
 	if err == nil && snapshot {
 		state, err = capture(alloc, slot.main, prep.globals)
 	}
@@ -242,6 +274,11 @@ func newResettable(ctx context.Context, cp *extism.CompiledPlugin, prep *prepare
 	}
 	return r, nil
 }
+
+// errInitTainted: the module's start function or its runtime's
+// initialization used WASI state a snapshot does not hold, so its
+// instances cannot be made fresh by a reset.
+var errInitTainted = errors.New("the module's initialization changed WASI state (descriptors or offsets) that a snapshot cannot restore")
 
 // call runs export with input, watching for WASI calls that would make
 // the instance impossible to reset.
