@@ -34,9 +34,13 @@ func (m *inProcessModule) failure(ctx context.Context, g *callGuard, err error, 
 	}
 	msg := printable(truncateMsg(strings.TrimSuffix(firstLine(err.Error()), " (recovered by wazero)"), 1024))
 	guestErr := stderr.String()
+	// The guest's own message (error_set) is its words, not the engine's:
+	// none of the engine's phrases below may decide its code.
+	var own *guestError
+	engineErr := !errors.As(err, &own)
 	var exit *sys.ExitError
 	isExit := errors.As(err, &exit)
-	trapped := isExit || strings.Contains(msg, "wasm error:")
+	trapped := isExit || engineErr && strings.Contains(msg, "wasm error:")
 	// A language runtime that runs out of memory says so on stderr and
 	// exits or traps (Go: "fatal error: out of memory", exit code 2).
 	oomSaid := strings.Contains(strings.ToLower(guestErr), "out of memory")
@@ -49,13 +53,13 @@ func (m *inProcessModule) failure(ctx context.Context, g *callGuard, err error, 
 		return toolerr.Errorf(toolerr.CodePluginError, "the tool %s", g.badAccess)
 	case isExit:
 		return toolerr.Errorf(toolerr.CodePluginError, "the tool exited with code %d%s", exit.ExitCode(), tail(guestErr))
-	case strings.Contains(msg, "unknown function"):
+	case engineErr && strings.Contains(msg, "unknown function"):
 		return toolerr.Errorf(toolerr.CodeInvalidModule, "the module does not export the tool's function")
-	case strings.Contains(msg, "stack overflow"):
+	case engineErr && strings.Contains(msg, "stack overflow"):
 		return toolerr.Errorf(toolerr.CodePluginError, "the tool crashed (stack overflow: its calls nested too deeply)%s", tail(guestErr))
 	case trapped:
 		return toolerr.Errorf(toolerr.CodePluginError, "the tool crashed (%s)%s", msg, tail(guestErr))
-	case strings.HasPrefix(msg, "could not ") || strings.Contains(msg, "instantiating "):
+	case engineErr && (strings.HasPrefix(msg, "could not ") || strings.Contains(msg, "instantiating ")):
 		// A host function refused the guest's arguments (extism panics
 		// with "could not read/write value at offset").
 		return toolerr.Errorf(toolerr.CodePluginError, "the tool crashed (%s)", msg)
@@ -66,6 +70,12 @@ func (m *inProcessModule) failure(ctx context.Context, g *callGuard, err error, 
 	}
 	return toolerr.Errorf(toolerr.CodePluginError, "%s", printable(truncateMsg(err.Error(), 2048)))
 }
+
+// guestError is the message a guest set with error_set, returned by a
+// call whose export returned normally.
+type guestError struct{ msg string }
+
+func (e *guestError) Error() string { return e.msg }
 
 // printable makes guest-controlled text safe to show (clip.Printable).
 func printable(s string) string { return clip.Printable(s) }

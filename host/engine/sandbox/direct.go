@@ -120,7 +120,7 @@ func (d *directCall) call(ctx context.Context, name string, input []byte) (uint3
 
 	var returnErr error
 	if msg := d.errorMessage(ctx); msg != "" {
-		returnErr = errors.New(msg)
+		returnErr = &guestError{msg}
 	}
 	if err := d.kernelCall(ctx, "output_offset", st[:1]); err != nil {
 		return rc, nil, errors.Join(returnErr, fmt.Errorf("failed to get output: %v", err))

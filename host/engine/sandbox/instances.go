@@ -60,7 +60,15 @@ func (in *instance) call(ctx context.Context, export string, input []byte) (uint
 	if in.r != nil {
 		return in.r.call(ctx, export, input)
 	}
-	return in.p.CallWithContext(ctx, export, input)
+	rc, out, err := in.p.CallWithContext(ctx, export, input)
+	// extism returns the guest's error_set message as a plain error, and
+	// only when the export returned normally: an error that reads exactly
+	// like the message still in the kernel is that one (a guest that set
+	// the text of the trap it then causes gets its own words back).
+	if err != nil && err.Error() == in.p.GetError() {
+		err = &guestError{err.Error()}
+	}
+	return rc, out, err
 }
 
 func (m *inProcessModule) Close(ctx context.Context) error {
