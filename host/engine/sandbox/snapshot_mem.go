@@ -1,6 +1,7 @@
 package sandbox
 
 import (
+	"bytes"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -114,9 +115,9 @@ func (im *image) snapshot() error {
 		return fmt.Errorf("sandbox: memfd for a memory image: %w", err)
 	}
 	if n > 0 {
-		err = writeAll(fd, im.mem[:im.size])
+		err = unix.Ftruncate(fd, int64(n))
 		if err == nil {
-			err = unix.Ftruncate(fd, int64(n))
+			err = writeNonZero(fd, im.mem[:im.size])
 		}
 		if err == nil {
 			// Nothing may change the image once mapped.
@@ -265,13 +266,32 @@ func discard(b []byte) error {
 	return nil
 }
 
-func writeAll(fd int, b []byte) error {
-	for len(b) > 0 {
-		n, err := unix.Write(fd, b)
-		if err != nil {
-			return err
+// writeNonZero writes b's pages that are not all zero to fd at their
+// offsets, leaving holes (which read as zeros) for the rest: the memfd's
+// pages are the host's memory, counted in no process's resident size
+// until mapped and touched, so a memory that declares 256 MiB and was
+// written in a few pages must not hold 256 MiB of it per instance.
+func writeNonZero(fd int, b []byte) error {
+	ps := unix.Getpagesize()
+	zero := make([]byte, ps)
+	for start := 0; start < len(b); {
+		end := min(start+ps, len(b))
+		if bytes.Equal(b[start:end], zero[:end-start]) {
+			start = end
+			continue
 		}
-		b = b[n:]
+		// A run of pages with data, written in one go.
+		for end < len(b) && !bytes.Equal(b[end:min(end+ps, len(b))], zero[:min(end+ps, len(b))-end]) {
+			end = min(end+ps, len(b))
+		}
+		for off := start; off < end; {
+			n, err := unix.Pwrite(fd, b[off:end], int64(off))
+			if err != nil {
+				return err
+			}
+			off += n
+		}
+		start = end
 	}
 	return nil
 }

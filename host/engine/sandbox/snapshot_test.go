@@ -12,6 +12,7 @@ import (
 	"github.com/tetratelabs/wazero/experimental"
 
 	"github.com/toolhost/toolhost/host/engine/wasmcheck"
+	"golang.org/x/sys/unix"
 )
 
 // leakyInstance instantiates testdata/leaky.wasm, prepared for snapshots,
@@ -284,5 +285,47 @@ func TestImageResetCopiesWrittenPages(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestImageSnapshotHoldsOnlyWrittenPages: the memfd behind a large
+// memory's snapshot holds the pages that have data, not the memory's
+// whole size: its pages are host memory that no process's resident size
+// (the workers' memory cap) counts, and a module that declares 256 MiB
+// and writes a few pages made every instance hold 256 MiB of it. The
+// snapshot still reads back byte for byte.
+func TestImageSnapshotHoldsOnlyWrittenPages(t *testing.T) {
+	ps := os.Getpagesize()
+	const size = 16 << 20
+	im, err := newImage(size, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer im.Free()
+	mem := im.Reallocate(size)
+	written := []int{0, 1, 2, 100, 2000, size/ps - 1} // pages, a run among them
+	for _, p := range written {
+		mem[p*ps+p%ps] = 0xa5
+	}
+	mem[size-1] = 1 // the last byte of the last page
+	want := append([]byte(nil), mem...)
+	if err := im.snapshot(); err != nil {
+		t.Fatal(err)
+	}
+	var st unix.Stat_t
+	if err := unix.Fstat(im.fd, &st); err != nil {
+		t.Fatal(err)
+	}
+	if held, most := st.Blocks*512, int64(len(written)*ps); held > most {
+		t.Fatalf("the snapshot of a %d MiB memory with %d pages written holds %d KiB, want at most %d KiB", size>>20, len(written), held>>10, most>>10)
+	}
+	for i := range mem {
+		mem[i] = 0xff
+	}
+	if err := im.reset(); err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(mem, want) {
+		t.Fatal("the memory does not read back as its snapshot after reset")
 	}
 }
