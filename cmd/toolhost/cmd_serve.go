@@ -21,6 +21,7 @@ import (
 	"github.com/toolhost/toolhost/host/watch"
 	"github.com/toolhost/toolhost/internal/rawio"
 	"github.com/toolhost/toolhost/plugin"
+	"github.com/toolhost/toolhost/store"
 )
 
 // version is the toolhost version reported to API and MCP clients.
@@ -219,7 +220,9 @@ func (g *globalOptions) openLocalOwner(ctx context.Context) (control.Local, func
 	sock := filepath.Join(g.home, control.SocketName)
 	if c, err := control.Dial(ctx, sock); err == nil {
 		c.Close()
-		return control.Local{}, nil, fmt.Errorf("another toolhost process already serves this home (%s); stop it first or use another --home", g.home)
+		// The store is in use as surely as when badger's lock says so:
+		// the same exit code (6) and hint.
+		return control.Local{}, nil, fmt.Errorf("%w: a toolhost serve or mcp already serves this home (%s) on %s; stop it first or use another --home", store.ErrLocked, g.home, sock)
 	}
 	g.servesControl = true
 	h, closeHost, err := g.openHost(ctx)

@@ -4,10 +4,13 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"io"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/toolhost/toolhost/api/control"
 	"github.com/toolhost/toolhost/host"
 	"github.com/toolhost/toolhost/host/audit"
 	"github.com/toolhost/toolhost/store"
@@ -58,5 +61,45 @@ func TestBadArgumentsExitUsage(t *testing.T) {
 		if code := run(context.Background(), append([]string{"--home", home}, args...), strings.NewReader(""), &stdout, &stderr); code != exitUsage {
 			t.Errorf("%q: exit %d, want %d; stderr %q", args, code, exitUsage, stderr.String())
 		}
+	}
+}
+
+// A second serve on a home another process serves finds the store in use,
+// like any command that finds badger's lock held: exit 6 (it was 1).
+func TestServeOnServedHomeExitsBusy(t *testing.T) {
+	home := filepath.Join(t.TempDir(), "home")
+	ctx, cancel := context.WithCancel(context.Background())
+	var firstErr bytes.Buffer
+	done := make(chan int, 1)
+	go func() {
+		done <- run(ctx, []string{"--home", home, "serve", "--addr", "127.0.0.1:0"}, strings.NewReader(""), io.Discard, &firstErr)
+	}()
+	defer func() {
+		cancel()
+		<-done
+	}()
+	sock := filepath.Join(home, control.SocketName)
+	deadline := time.After(60 * time.Second)
+	for {
+		if c, err := control.Dial(context.Background(), sock); err == nil {
+			c.Close()
+			break
+		}
+		select {
+		case code := <-done:
+			done <- code
+			t.Fatalf("the first serve ended with %d before serving: %s", code, firstErr.String())
+		case <-deadline:
+			t.Fatalf("the first serve does not answer on %s after 60 s", sock)
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+	var stdout, stderr bytes.Buffer
+	code := run(context.Background(), []string{"--home", home, "serve", "--addr", "127.0.0.1:0"}, strings.NewReader(""), &stdout, &stderr)
+	if code != exitBusy {
+		t.Errorf("serve on a served home: exit %d, want %d; stderr %q", code, exitBusy, stderr.String())
+	}
+	if !strings.Contains(stderr.String(), "already serves this home") || !strings.Contains(stderr.String(), "hint: another toolhost process") {
+		t.Errorf("serve on a served home: stderr %q does not say what holds the home and what to do", stderr.String())
 	}
 }
