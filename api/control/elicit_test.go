@@ -102,7 +102,7 @@ func TestSocketCallUnansweredWaitsForOperator(t *testing.T) {
 		t.Fatalf("the call ended (%q, %v) before anybody decided", o.res, o.err)
 	case <-time.After(200 * time.Millisecond):
 	}
-	if err := gov.Approvals().Decide(pending[0].ID, true, ""); err != nil {
+	if err := gov.Approvals().Decide(pending[0].ID, true, "", "cli"); err != nil {
 		t.Fatal(err)
 	}
 	select {

@@ -139,7 +139,7 @@ func (g *Governed) Approvals(context.Context) ([]govern.Pending, error) {
 }
 
 func (g *Governed) Decide(_ context.Context, id string, approve bool, reason string) error {
-	return g.Gov.Approvals().Decide(id, approve, reason)
+	return g.Gov.Approvals().Decide(id, approve, reason, g.Actor)
 }
 
 // DecisionRequest is the body of POST /v1/approvals/{id}.

@@ -14,7 +14,9 @@ import (
 // Approvals is the set of calls waiting for a person (govern.Approvals).
 type Approvals interface {
 	List() []govern.Pending
-	Decide(id string, approve bool, reason string) error
+	// Decide answers a pending call; via is the entry point the
+	// decision came through (this API: "http").
+	Decide(id string, approve bool, reason, via string) error
 }
 
 // governanceRoutes serves the pending approvals and the audit log, when
@@ -37,7 +39,7 @@ func (a *API) governanceRoutes(authed func(string, http.Handler)) {
 				}
 				return
 			}
-			if err := a.opts.Approvals.Decide(r.PathValue("id"), approve, reason); err != nil {
+			if err := a.opts.Approvals.Decide(r.PathValue("id"), approve, reason, "http"); err != nil {
 				code := toolerr.CodeInternal
 				if errors.Is(err, govern.ErrNoSuchApproval) {
 					code = CodeNotFound

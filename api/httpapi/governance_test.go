@@ -198,12 +198,17 @@ func TestGovernanceEndToEnd(t *testing.T) {
 
 	// Every call and change is in the audit log, which verifies.
 	recs := decode[struct{ Records []audit.Record }](t, do(t, srv, "GET", "/v1/audit?since=1h", "", "").body).Records
-	var calls, changes []string
+	var calls, changes, approvalVia []string
 	for _, rec := range recs {
 		if rec.Kind == audit.KindCall {
 			calls = append(calls, rec.Entry+" "+rec.Tool+" "+rec.Decision+" "+rec.DecidedBy+" "+rec.Outcome)
 		} else {
 			changes = append(changes, rec.Action+" "+rec.Subject+" "+rec.Actor)
+			// Who decided, and through which entry point: the HTTP API's
+			// token also lets an agent decide its own waiting calls.
+			if strings.HasPrefix(rec.Action, "approval_") && rec.Action != "approval_timeout" {
+				approvalVia = append(approvalVia, rec.Action+" "+rec.Actor+" "+strings.SplitN(rec.Detail, " ", 3)[2])
+			}
 		}
 	}
 	want := []string{
@@ -225,6 +230,15 @@ func TestGovernanceEndToEnd(t *testing.T) {
 		if !strings.Contains(strings.Join(changes, "\n"), c) {
 			t.Errorf("no change %q in %q", c, changes)
 		}
+	}
+	wantVia := []string{
+		"approval_approve operator of http call, decided over http",
+		"approval_deny operator of http call, decided over http: keep it",
+		"approval_approve mcp-client of mcp-http call, decided over mcp-http",
+		"approval_deny mcp-client of mcp-http call, decided over mcp-http: the user answered no",
+	}
+	if strings.Join(approvalVia, "\n") != strings.Join(wantVia, "\n") {
+		t.Errorf("audited approval decisions:\n%s\nwant:\n%s", strings.Join(approvalVia, "\n"), strings.Join(wantVia, "\n"))
 	}
 	if only := decode[struct{ Records []audit.Record }](t, do(t, srv, "GET", "/v1/audit?tool=fetch_url", "", "").body).Records; len(only) != 3 {
 		t.Errorf("?tool=fetch_url: %d records", len(only))

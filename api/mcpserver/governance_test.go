@@ -110,7 +110,7 @@ func TestNoElicitationWaitsForOperator(t *testing.T) {
 	go func() {
 		for {
 			if ps := approvals.List(); len(ps) > 0 {
-				approvals.Decide(ps[0].ID, true, "ok by ops")
+				approvals.Decide(ps[0].ID, true, "ok by ops", "cli")
 				return
 			}
 			time.Sleep(5 * time.Millisecond)

@@ -51,6 +51,11 @@ type Answer struct {
 	// By is who decided: "operator" (CLI, HTTP) or "mcp-client"
 	// (elicitation).
 	By string
+	// Via is the entry point the decision came through: "cli" (the
+	// control socket), "http" (POST /v1/approvals/{id}), or, for the MCP
+	// client's user, the call's own entry. The audit log records it: the
+	// HTTP API's token also lets an agent decide its own calls.
+	Via string
 }
 
 // Elicitor asks the user of the client that made a call (MCP elicitation).
@@ -141,7 +146,7 @@ func (a *Approvals) Ask(ctx context.Context, p Pending) (Outcome, error) {
 			if err != nil {
 				return // the client cannot be asked: an operator decides
 			}
-			ans.By = "mcp-client"
+			ans.By, ans.Via = "mcp-client", p.Entry
 			a.decide(p.ID, ans)
 		}()
 	}
@@ -173,9 +178,10 @@ func (a *Approvals) List() []Pending {
 	return out
 }
 
-// Decide answers the pending call id as an operator.
-func (a *Approvals) Decide(id string, approve bool, reason string) error {
-	if !a.decide(id, Answer{Approve: approve, Reason: reason, By: "operator"}) {
+// Decide answers the pending call id as an operator, whose decision came
+// through the entry point via ("cli", "http").
+func (a *Approvals) Decide(id string, approve bool, reason, via string) error {
+	if !a.decide(id, Answer{Approve: approve, Reason: reason, By: "operator", Via: via}) {
 		return NoSuchApprovalError(id)
 	}
 	return nil

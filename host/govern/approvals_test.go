@@ -37,14 +37,14 @@ func TestApprovalsDecide(t *testing.T) {
 		if p.Tool != "delete_note" || string(p.Arguments) != `{"id":"1"}` || p.ID == "" {
 			t.Fatalf("pending = %+v", p)
 		}
-		if err := a.Decide(p.ID, approve, "because"); err != nil {
+		if err := a.Decide(p.ID, approve, "because", "cli"); err != nil {
 			t.Fatal(err)
 		}
 		out := <-done
 		if out.Approve != approve || out.By != "operator" || out.Reason != "because" || out.TimedOut {
 			t.Fatalf("outcome = %+v", out)
 		}
-		if err := a.Decide(p.ID, true, ""); !errors.Is(err, ErrNoSuchApproval) {
+		if err := a.Decide(p.ID, true, "", "cli"); !errors.Is(err, ErrNoSuchApproval) {
 			t.Fatalf("second decision: %v", err)
 		}
 		if len(a.List()) != 0 {
@@ -92,7 +92,7 @@ func TestApprovalsElicitation(t *testing.T) {
 		done <- out
 	}()
 	p := waitPending(t, a)
-	if err := a.Decide(p.ID, false, "no"); err != nil {
+	if err := a.Decide(p.ID, false, "no", "cli"); err != nil {
 		t.Fatal(err)
 	}
 	if out := <-done; out.Approve || out.By != "operator" {
@@ -120,7 +120,7 @@ func TestApprovalsPendingBounded(t *testing.T) {
 	if len(a.List()) != 3 {
 		t.Fatalf("%d pending after a refused Ask, want 3", len(a.List()))
 	}
-	if err := a.Decide(a.List()[0].ID, true, ""); err != nil {
+	if err := a.Decide(a.List()[0].ID, true, "", "cli"); err != nil {
 		t.Fatal(err)
 	}
 	<-ended

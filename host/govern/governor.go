@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"strings"
 	"sync"
 	"time"
 
@@ -135,7 +134,14 @@ func (g *Governor) recordDecision(p Pending, a Answer) {
 		action = "approval_approve"
 	}
 	if g.opts.Audit != nil {
-		if err := g.opts.Audit.Change(action, p.Tool, strings.TrimSuffix(fmt.Sprintf("approval %s of %s call: %s", p.ID, p.Entry, a.Reason), ": "), a.By); err != nil {
+		detail := fmt.Sprintf("approval %s of %s call", p.ID, p.Entry)
+		if a.Via != "" {
+			detail += ", decided over " + a.Via
+		}
+		if a.Reason != "" {
+			detail += ": " + a.Reason
+		}
+		if err := g.opts.Audit.Change(action, p.Tool, detail, a.By); err != nil {
 			g.opts.Logger.Error("approval decision not audited", "id", p.ID, "err", err)
 		}
 	}

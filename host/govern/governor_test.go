@@ -259,7 +259,7 @@ func TestPolicyDenyAskAndAudit(t *testing.T) {
 			done <- res{v, err}
 		}()
 		p := waitPending(t, e.g.Approvals())
-		if err := e.g.Approvals().Decide(p.ID, approve, "not now"); err != nil {
+		if err := e.g.Approvals().Decide(p.ID, approve, "not now", "cli"); err != nil {
 			t.Fatal(err)
 		}
 		r := <-done
