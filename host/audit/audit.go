@@ -7,7 +7,11 @@
 // `,"hash":"…"` member removed; the line is the canonical encoding of the
 // record (Go's encoding/json of Record, HTML escaping off), so there is
 // exactly one valid line per record. An operator can check a line without
-// toolhost: `jq -cj 'del(.hash)' | sha256sum` over that line gives its hash.
+// toolhost by cutting its bytes, not by re-encoding it:
+// `sed -E 's/,"hash":"[0-9a-f]{64}"}$/}/' | tr -d '\n' | sha256sum` over
+// that line gives its hash. (`jq -cj 'del(.hash)'` re-encodes strings, and
+// differs once one holds an escape jq writes otherwise: \u00e9 or \/ in
+// logged argument values, U+2028, DEL.)
 //
 // The log is append-only and written by one process: the one holding the
 // store (badger's directory lock makes that unique). Every Append is
