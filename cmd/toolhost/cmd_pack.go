@@ -18,7 +18,7 @@ func newPackCmd(g *globalOptions) *cobra.Command {
 		Long: `Validate DIR/plugin.json strictly (unknown, duplicate or case-variant keys
 are errors; names, versions and every tool's JSON Schema are checked) and write
 a deterministic bundle holding the manifest and the wasm named by it.`,
-		Example: "  toolhost plugin pack sample-plugins/time -o time.plugin",
+		Example: "  toolhost plugin pack build/plugins/time -o time.plugin   # after make plugins, in the toolhost repo",
 		Args:    cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if out == "" {
