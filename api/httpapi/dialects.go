@@ -110,7 +110,11 @@ func (a *API) listTools(w http.ResponseWriter, r *http.Request) {
 	if tools == nil {
 		tools = []host.ToolInfo{} // [] rather than null
 	}
-	q := r.URL.Query()
+	q, qerr := queryParams(r, "format", "strict")
+	if qerr != nil {
+		writeError(w, qerr)
+		return
+	}
 	format := q.Get("format")
 	strict := false
 	switch s := q.Get("strict"); s {

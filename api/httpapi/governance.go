@@ -67,7 +67,11 @@ func (a *API) governanceRoutes(authed func(string, http.Handler)) {
 // listAudit answers GET /v1/audit?since=DURATION|RFC3339&tool=NAME with
 // the matching records, oldest first (at most the newest 10000).
 func (a *API) listAudit(w http.ResponseWriter, r *http.Request) {
-	q := r.URL.Query()
+	q, qerr := queryParams(r, "since", "tool")
+	if qerr != nil {
+		writeError(w, qerr)
+		return
+	}
 	f := audit.Filter{Tool: q.Get("tool"), Limit: 10000}
 	if s := q.Get("since"); s != "" {
 		if d, err := time.ParseDuration(s); err == nil && d >= 0 {
