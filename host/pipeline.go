@@ -203,3 +203,37 @@ func recordedName(name string) string {
 	}
 	return fmt.Sprintf("%s…%s (%d bytes)", start, end, len(name))
 }
+
+// RecordRefused records a call that its entry point refused before the
+// pipeline could run it, because the request itself could not be used (a
+// body too large, malformed or stalled): every call is a record (DESIGN),
+// and these reach the observers — audit log, metrics, call log — like a
+// call the pipeline refused, with err's code as the outcome. request is
+// what was read of the request, hashed as its arguments (nil: nothing was
+// read, and no hash is recorded); it is never kept as arguments, since it
+// is not any.
+func (h *Host) RecordRefused(ctx context.Context, tool string, request []byte, err error) {
+	terr := toolerr.As(err)
+	if terr == nil {
+		return // not refused
+	}
+	h.calls.Add(1)
+	defer h.calls.Add(-1)
+	rec := CallRecord{Start: time.Now(), Entry: EntryOf(ctx), Tool: tool, Outcome: terr.Code, Message: terr.Message}
+	if request != nil {
+		sum := sha256.Sum256(request)
+		rec.ArgumentsSHA256 = hex.EncodeToString(sum[:])
+	}
+	h.mu.RLock()
+	ref, ok := h.tools[tool]
+	h.mu.RUnlock()
+	if ok {
+		rec.Plugin, rec.Digest = ref.plugin.name, ref.plugin.digest
+	} else {
+		rec.Tool = recordedName(tool)
+	}
+	octx := context.WithoutCancel(ctx)
+	for _, o := range h.opts.Observers {
+		o.ObserveCall(octx, rec)
+	}
+}

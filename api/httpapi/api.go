@@ -250,23 +250,29 @@ func (a *API) listPlugins(w http.ResponseWriter, r *http.Request) {
 
 func (a *API) callTool(w http.ResponseWriter, r *http.Request) {
 	name := r.PathValue("name")
+	// A request refused here never reaches the pipeline; it is recorded
+	// (audit, metrics, log) all the same.
+	refuse := func(request []byte, e *toolerr.Error) {
+		a.calls.refused(r.Context(), name, request, e)
+		writeError(w, e)
+	}
 	if r.ContentLength > a.opts.MaxBodyBytes {
-		writeError(w, tooLarge(a.opts.MaxBodyBytes))
+		refuse(nil, tooLarge(a.opts.MaxBodyBytes))
 		return
 	}
 	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, a.opts.MaxBodyBytes))
 	if err != nil {
 		var mbe *http.MaxBytesError
 		if errors.As(err, &mbe) {
-			writeError(w, tooLarge(mbe.Limit))
+			refuse(nil, tooLarge(mbe.Limit))
 			return
 		}
-		writeError(w, bodyReadError(err))
+		refuse(body, bodyReadError(err))
 		return
 	}
 	args, perr := parseCallBody(body)
 	if perr != nil {
-		writeError(w, perr)
+		refuse(body, perr)
 		return
 	}
 	// r.Context() ends when the client goes away: the call is cancelled.

@@ -25,6 +25,21 @@ func (g entryGate) Call(ctx context.Context, tool string, args []byte) (json.Raw
 	return g.Backend.Call(host.WithEntry(ctx, g.entry), tool, args)
 }
 
+// refusalRecorder is what a Backend implements to record the calls an
+// entry point refused before the pipeline could run them (*host.Host
+// does: RecordRefused).
+type refusalRecorder interface {
+	RecordRefused(ctx context.Context, tool string, request []byte, err error)
+}
+
+// refused records a call whose request could not be used, labelled with
+// this gate's entry point, when the backend records such calls.
+func (g entryGate) refused(ctx context.Context, tool string, request []byte, err error) {
+	if r, ok := g.Backend.(refusalRecorder); ok {
+		r.RecordRefused(host.WithEntry(ctx, g.entry), tool, request, err)
+	}
+}
+
 // running counts calls in progress; idle is closed when none is.
 type running struct {
 	mu   sync.Mutex
