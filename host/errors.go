@@ -19,6 +19,9 @@ var (
 	// ErrInterrupted: the install's context ended (Ctrl-C) before it
 	// finished; nothing was installed. The error also wraps ctx.Err().
 	ErrInterrupted = errors.New("host: interrupted")
+	// ErrClosed: the Host was closed; it makes no more changes and runs
+	// no more calls. Open a new one with New.
+	ErrClosed = errors.New("host: the host is closed; open a new one with host.New")
 )
 
 // The errors below are the host's answers for a name it does not know.

@@ -57,6 +57,9 @@ type Host struct {
 	// observer returned (InCalls).
 	calls atomic.Int64
 	gov   atomic.Pointer[governorBox]
+	// closed is set once, by Close, with changeMu held: no change starts
+	// after it (lockChanges) and no call runs (call).
+	closed atomic.Bool
 
 	// changeMu serializes every change of what is installed or trusted
 	// (Install, Remove, trust and threshold changes, Reload): the checks
@@ -128,9 +131,23 @@ func New(opts Options) (*Host, error) {
 // Reload re-reads the trust store and every installed plugin, verifying
 // each again. Compiled modules of unchanged plugins are kept.
 func (h *Host) Reload() error {
-	h.changeMu.Lock()
+	if err := h.lockChanges(); err != nil {
+		return err
+	}
 	defer h.changeMu.Unlock()
 	return h.reload()
+}
+
+// lockChanges takes changeMu for a change, or refuses it with ErrClosed
+// once the host is closed: a change after Close would load the plugins
+// again into a host whose owner has let go of it (and of its engine).
+func (h *Host) lockChanges() error {
+	h.changeMu.Lock()
+	if h.closed.Load() {
+		h.changeMu.Unlock()
+		return ErrClosed
+	}
+	return nil
 }
 
 // reload is Reload with changeMu held.
@@ -247,7 +264,15 @@ func (h *Host) Watch() (uint64, <-chan struct{}) {
 }
 
 // Close unloads every plugin. It does not close the store or the engine.
+// Afterwards Call answers plugin_unavailable and every change (Install,
+// Remove, Reload, trust and settings changes) returns ErrClosed; calls
+// already running finish. Close may be called more than once.
 func (h *Host) Close() {
+	h.changeMu.Lock()
+	defer h.changeMu.Unlock()
+	if h.closed.Swap(true) {
+		return
+	}
 	h.mu.Lock()
 	old := h.plugins
 	h.plugins, h.tools = map[string]*loaded{}, map[string]*toolRef{}

@@ -59,7 +59,9 @@ type InstallReport struct {
 // cache miscounts concurrent compiles of the same module (wazero#2459) and
 // a concurrent install of identical wasm crashed the in-process engine.
 func (h *Host) Install(ctx context.Context, b *plugin.Bundle, opts InstallOptions) (InstallReport, error) {
-	h.changeMu.Lock()
+	if err := h.lockChanges(); err != nil {
+		return InstallReport{}, err
+	}
 	defer h.changeMu.Unlock()
 	rep, err := h.checkInstall(b, opts)
 	if err != nil || rep.Unchanged {
@@ -299,7 +301,9 @@ func interrupted(m *plugin.Manifest, cause error) error {
 
 // Remove uninstalls a plugin. Its rollback high-water mark is kept.
 func (h *Host) Remove(name string) error {
-	h.changeMu.Lock()
+	if err := h.lockChanges(); err != nil {
+		return err
+	}
 	defer h.changeMu.Unlock()
 	if err := h.opts.Store.RemovePlugin(name); err != nil {
 		if errors.Is(err, store.ErrNotFound) {
@@ -320,7 +324,9 @@ func (h *Host) Remove(name string) error {
 
 // AddTrustedKey trusts a curator key and re-evaluates every plugin.
 func (h *Host) AddTrustedKey(name string, key signing.PublicKey) error {
-	h.changeMu.Lock()
+	if err := h.lockChanges(); err != nil {
+		return err
+	}
 	defer h.changeMu.Unlock()
 	if err := h.opts.Store.AddTrustedKey(curator.TrustedKey{Name: name, Key: key, AddedAt: h.opts.Now()}); err != nil {
 		return err
@@ -330,7 +336,9 @@ func (h *Host) AddTrustedKey(name string, key signing.PublicKey) error {
 
 // RemoveTrustedKey stops trusting a key and re-evaluates every plugin.
 func (h *Host) RemoveTrustedKey(id signing.KeyID) error {
-	h.changeMu.Lock()
+	if err := h.lockChanges(); err != nil {
+		return err
+	}
 	defer h.changeMu.Unlock()
 	if err := h.opts.Store.RemoveTrustedKey(id); err != nil {
 		return err
@@ -340,7 +348,9 @@ func (h *Host) RemoveTrustedKey(id signing.KeyID) error {
 
 // Revoke revokes a key; plugins that relied on it become unavailable now.
 func (h *Host) Revoke(id signing.KeyID) error {
-	h.changeMu.Lock()
+	if err := h.lockChanges(); err != nil {
+		return err
+	}
 	defer h.changeMu.Unlock()
 	if err := h.opts.Store.Revoke(id, h.opts.Now()); err != nil {
 		return err
@@ -350,7 +360,9 @@ func (h *Host) Revoke(id signing.KeyID) error {
 
 // Unrevoke lifts a revocation.
 func (h *Host) Unrevoke(id signing.KeyID) error {
-	h.changeMu.Lock()
+	if err := h.lockChanges(); err != nil {
+		return err
+	}
 	defer h.changeMu.Unlock()
 	if err := h.opts.Store.Unrevoke(id); err != nil {
 		return err
@@ -360,7 +372,9 @@ func (h *Host) Unrevoke(id signing.KeyID) error {
 
 // SetThreshold sets how many distinct trusted curators must have signed.
 func (h *Host) SetThreshold(n int) error {
-	h.changeMu.Lock()
+	if err := h.lockChanges(); err != nil {
+		return err
+	}
 	defer h.changeMu.Unlock()
 	if err := h.opts.Store.SetThreshold(n); err != nil {
 		return err

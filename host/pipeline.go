@@ -59,6 +59,12 @@ func (h *Host) call(ctx context.Context, rec *CallRecord, args []byte) (json.Raw
 	h.mu.RLock()
 	ref, ok := h.tools[rec.Tool]
 	h.mu.RUnlock()
+	if h.closed.Load() {
+		// Not tool_not_found: the tool may well be installed; this host
+		// is no longer serving it.
+		rec.Tool = recordedName(rec.Tool)
+		return nil, toolerr.Errorf(toolerr.CodeUnavailable, "tool %q cannot run: the host serving it is closed (it is shutting down, or its program closed it); call again once it serves again", rec.Tool)
+	}
 	if !ok {
 		err := NoSuchToolError(rec.Tool)
 		rec.Tool = recordedName(rec.Tool)

@@ -97,7 +97,9 @@ func (h *Host) Config(name string) (map[string]string, error) {
 // the result against the plugin's config schema, stores it and reloads the
 // plugin with it. It returns the values now set.
 func (h *Host) SetConfig(name string, set map[string]string, unset []string) (map[string]string, error) {
-	h.changeMu.Lock()
+	if err := h.lockChanges(); err != nil {
+		return nil, err
+	}
 	defer h.changeMu.Unlock()
 	m, err := h.pluginManifest(name)
 	if err != nil {
@@ -144,7 +146,9 @@ func (h *Host) Secrets(name string) ([]SecretStatus, error) {
 // SetSecret stores the value of a secret the plugin declares, encrypted,
 // and reloads the plugin with it.
 func (h *Host) SetSecret(name, secret, value string) error {
-	h.changeMu.Lock()
+	if err := h.lockChanges(); err != nil {
+		return err
+	}
 	defer h.changeMu.Unlock()
 	m, err := h.pluginManifest(name)
 	if err != nil {
@@ -165,7 +169,9 @@ func (h *Host) SetSecret(name, secret, value string) error {
 // RemoveSecret removes a secret's value; the plugin's requests that ask
 // for it fail until it is set again.
 func (h *Host) RemoveSecret(name, secret string) error {
-	h.changeMu.Lock()
+	if err := h.lockChanges(); err != nil {
+		return err
+	}
 	defer h.changeMu.Unlock()
 	if _, err := h.pluginManifest(name); err != nil {
 		return err
