@@ -64,7 +64,18 @@ type Store struct {
 // Open opens (creating if needed) the store in dir, and its MAC key in
 // dir + ".key".
 func Open(dir string, log *slog.Logger) (st *Store, err error) {
-	dir = filepath.Clean(dir)
+	// The key and the anchor are named after the directory (DIR.key,
+	// DIR.seal): an empty or relative name like "" or "." would put the
+	// store in the working directory and its key in "..key".
+	if dir == "" {
+		return nil, errors.New("store: no directory given: pass the directory that holds the store (toolhost uses $TOOLHOST_HOME/store)")
+	}
+	if dir, err = filepath.Abs(dir); err != nil {
+		return nil, fmt.Errorf("store: %w", err)
+	}
+	if filepath.Dir(dir) == dir {
+		return nil, fmt.Errorf("store: %s is a file system root: pass a directory inside one, whose parent can hold its key file", dir)
+	}
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, fmt.Errorf("store: %w", err)
 	}
