@@ -204,7 +204,7 @@ func TestParseManifestRefusals(t *testing.T) {
 		{"name with newline at end", setName("time\n"), "must match"},
 		{"non-ASCII name", setName("tíme"), "must match"},
 		{"name of 65 characters", setName("a" + strings.Repeat("b", 64)), "must match"},
-		{"name not a string", setName(1), "cannot unmarshal"},
+		{"name not a string", setName(1), "name: got number, want a string"},
 		{"name missing", edit(t, func(m map[string]any) { delete(m, "name") }), "must match"},
 
 		// Versions.
@@ -217,7 +217,7 @@ func TestParseManifestRefusals(t *testing.T) {
 		{"empty build", setVersion("1.0.0+"), "not a semantic version"},
 		{"version too long", setVersion("1.0.0-" + strings.Repeat("a", 60)), "not a semantic version"},
 		{"version overflows", setVersion("18446744073709551616.0.0"), "number too large"},
-		{"version as number", setVersion(1), "cannot unmarshal"},
+		{"version as number", setVersion(1), "version: got number"},
 
 		// Wasm file names.
 		{"wasm missing", edit(t, func(m map[string]any) { delete(m, "wasm") }), `wasm "" must be a plain file name`},
@@ -292,10 +292,10 @@ func TestParseManifestRefusals(t *testing.T) {
 		{"memory over ceiling", setLimit("memory_pages", MaxMemoryPages+1), "limits.memory_pages 4097 is above the ceiling of 4096"},
 		{"timeout over ceiling", setLimit("timeout_ms", MaxTimeoutMS+1), "limits.timeout_ms 60001 is above the ceiling"},
 		{"output over ceiling", setLimit("max_output_bytes", MaxOutputBytes+1), "limits.max_output_bytes 16777217 is above the ceiling"},
-		{"negative limit", setLimit("memory_pages", -1), "cannot unmarshal"},
-		{"fractional limit", setLimit("timeout_ms", 1.5), "cannot unmarshal"},
-		{"limit beyond uint32", setLimit("max_output_bytes", 1<<32), "cannot unmarshal"},
-		{"limit as string", setLimit("memory_pages", "64"), "cannot unmarshal"},
+		{"negative limit", setLimit("memory_pages", -1), "limits.memory_pages: got number -1, want a whole number from 0 to"},
+		{"fractional limit", setLimit("timeout_ms", 1.5), "limits.timeout_ms: got number 1.5, want a whole number"},
+		{"limit beyond uint32", setLimit("max_output_bytes", 1<<32), "limits.max_output_bytes: got number 4294967296, want a whole number from 0 to 4294967295"},
+		{"limit as string", setLimit("memory_pages", "64"), "limits.memory_pages: got string, want a whole number"},
 		{"unknown limit", setLimit("cpu", 1), `unknown key "cpu" in $.limits`},
 		{"limits an array", edit(t, func(m map[string]any) { m["limits"] = []any{} }), "$.limits must not be an array"},
 
@@ -324,8 +324,8 @@ func TestParseManifestRefusals(t *testing.T) {
 		{"IPv6 address", setHosts("::1"), "is not a lowercase host name"},
 		{"bracketed IPv6", setHosts("[::1]"), "is not a lowercase host name"},
 		{"non-ASCII host", setHosts("bücher.example"), "is not a lowercase host name"},
-		{"host not a string", setHosts(1), "cannot unmarshal"},
-		{"hosts not an array", edit(t, func(m map[string]any) { m["permissions"].(map[string]any)["allowed_hosts"] = "example.com" }), "cannot unmarshal"},
+		{"host not a string", setHosts(1), "permissions.allowed_hosts: got number, want a string"},
+		{"hosts not an array", edit(t, func(m map[string]any) { m["permissions"].(map[string]any)["allowed_hosts"] = "example.com" }), "permissions.allowed_hosts: got string, want an array of strings"},
 		{"too many hosts", setHosts(manyHosts...), "65 entries, the limit is 64"},
 
 		// Paths.
@@ -338,8 +338,8 @@ func TestParseManifestRefusals(t *testing.T) {
 		{"empty guest path", setPaths(map[string]any{"/srv": ""}), "must be an absolute, clean path"},
 		{"NUL in path", setPaths(map[string]any{"/srv\x00/x": "/data"}), "must be an absolute, clean path"},
 		{"whole file system", setPaths(map[string]any{"/": "/host"}), "granting the whole file system is not allowed"},
-		{"paths an array", setPaths([]any{"/srv"}), "cannot unmarshal"},
-		{"path value not a string", setPaths(map[string]any{"/srv": 1}), "cannot unmarshal"},
+		{"paths an array", setPaths([]any{"/srv"}), "permissions.allowed_paths: got array, want an object"},
+		{"path value not a string", setPaths(map[string]any{"/srv": 1}), "got number, want a string"},
 		{"too many paths", setPaths(manyPaths), "17 entries, the limit is 16"},
 		{"two host directories on one guest path", setPaths(map[string]any{"/b": "/data", "/a": "/data", "/c": "/other"}),
 			`"/a" and "/b" are both mapped to guest path "/data"; the plugin would see only one of them — give each host directory its own guest path (e.g. "/data/b")`},

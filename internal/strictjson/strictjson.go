@@ -13,6 +13,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
+	"reflect"
 	"strconv"
 	"strings"
 	"unicode/utf8"
@@ -98,9 +100,56 @@ func Decode(data []byte, shape Shape, v any) error {
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(v); err != nil {
+		var te *json.UnmarshalTypeError
+		if errors.As(err, &te) {
+			return typeError(te)
+		}
 		return errorf(ErrInvalid, "%v", err)
 	}
 	return nil
+}
+
+// typeError words a value of the wrong type for the document's author:
+// the key's path and what it takes, not encoding/json's "Go struct field
+// Limits.limits.timeout_ms of type uint32".
+func typeError(te *json.UnmarshalTypeError) error {
+	where := "the document"
+	if te.Field != "" {
+		where = Shown(te.Field)
+	}
+	return errorf(ErrInvalid, "%s: got %s, want %s", where, te.Value, wanted(te.Type))
+}
+
+// wanted says in JSON's words which values a Go type takes.
+func wanted(t reflect.Type) string {
+	if t == nil {
+		return "another type"
+	}
+	switch t.Kind() {
+	case reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
+		return fmt.Sprintf("a whole number from 0 to %d", uint64(math.MaxUint64)>>(64-t.Bits()))
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
+		return fmt.Sprintf("a whole number from %d to %d", -(int64(1) << (t.Bits() - 1)), int64(1)<<(t.Bits()-1)-1)
+	case reflect.Float32, reflect.Float64:
+		return "a number"
+	case reflect.String:
+		return "a string"
+	case reflect.Bool:
+		return "true or false"
+	case reflect.Slice, reflect.Array:
+		if t.Elem().Kind() == reflect.Uint8 && t.Kind() == reflect.Slice {
+			return "a base64 string"
+		}
+		if t.Elem().Kind() == reflect.String {
+			return "an array of strings"
+		}
+		return "an array"
+	case reflect.Map, reflect.Struct:
+		return "an object"
+	case reflect.Pointer:
+		return wanted(t.Elem())
+	}
+	return "a value of another type"
 }
 
 // Check reports whether data is one well-formed JSON value of the given shape.

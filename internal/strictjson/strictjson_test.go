@@ -201,8 +201,8 @@ func TestDecode(t *testing.T) {
 	checkErr(t, Decode([]byte(`{"tags":[]}`), testShape, &s), false, "unknown field")
 
 	// A value of the wrong type is refused with ErrInvalid.
-	checkErr(t, Decode([]byte(`{"name":1}`), testShape, &d), false, "cannot unmarshal")
-	checkErr(t, Decode([]byte(`{"tags":"x"}`), testShape, &d), false, "cannot unmarshal")
+	checkErr(t, Decode([]byte(`{"name":1}`), testShape, &d), false, "name: got number, want a string")
+	checkErr(t, Decode([]byte(`{"tags":"x"}`), testShape, &d), false, "tags: got string, want an array")
 }
 
 // FuzzStrictJSON checks that Check never panics, never accepts what
@@ -327,5 +327,43 @@ func TestShown(t *testing.T) {
 func TestShownKeepsWhatFits(t *testing.T) {
 	if s := strings.Repeat("k", maxShown); Shown(s) != s {
 		t.Errorf("a key of exactly maxShown bytes was cut")
+	}
+}
+
+// TestDecodeTypeErrorsNameTheKeyAndWhatItTakes: a value of the wrong type
+// is explained in the document's terms (its key and the JSON it takes),
+// never in Go's ("Go struct field Limits.limits.timeout_ms of type uint32").
+func TestDecodeTypeErrorsNameTheKeyAndWhatItTakes(t *testing.T) {
+	type limits struct {
+		Timeout uint32   `json:"timeout_ms"`
+		Pages   int      `json:"pages"`
+		Ratio   float64  `json:"ratio"`
+		On      bool     `json:"on"`
+		Hosts   []string `json:"hosts"`
+		Paths   map[string]string
+	}
+	type doc struct {
+		Name   string `json:"name"`
+		Limits limits `json:"limits"`
+	}
+	shape := Object{"name": Any{}, "limits": Any{}}
+	for _, c := range []struct{ in, want string }{
+		{`{"limits":{"timeout_ms":"2000"}}`, "limits.timeout_ms: got string, want a whole number from 0 to 4294967295"},
+		{`{"limits":{"timeout_ms":-1}}`, "limits.timeout_ms: got number -1, want a whole number from 0 to 4294967295"},
+		{`{"limits":{"timeout_ms":1.5}}`, "limits.timeout_ms: got number 1.5, want a whole number"},
+		{`{"limits":{"timeout_ms":99999999999}}`, "limits.timeout_ms: got number 99999999999, want a whole number from 0 to 4294967295"},
+		{`{"limits":{"pages":"1"}}`, "limits.pages: got string, want a whole number from -9223372036854775808"},
+		{`{"limits":{"ratio":"1"}}`, "limits.ratio: got string, want a number"},
+		{`{"limits":{"on":"yes"}}`, "limits.on: got string, want true or false"},
+		{`{"limits":{"hosts":"a.example"}}`, "limits.hosts: got string, want an array of strings"},
+		{`{"limits":[]}`, "limits: got array, want an object"},
+		{`{"name":{}}`, "name: got object, want a string"},
+	} {
+		var d doc
+		err := Decode([]byte(c.in), shape, &d)
+		checkErr(t, err, false, c.want)
+		if strings.Contains(err.Error(), "Go struct") || strings.Contains(err.Error(), "uint32") {
+			t.Errorf("%s: %v speaks Go, not JSON", c.in, err)
+		}
 	}
 }
