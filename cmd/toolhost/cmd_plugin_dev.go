@@ -27,7 +27,8 @@ its store are never touched) and serve it over HTTP and MCP under the same
 sandbox and limits as a real install. Every change to a source file rebuilds
 and reloads the plugin: the next call runs the new code, no restart. Each
 rebuild, the tool list and a log line per call are printed here. A build that
-fails is reported and the previous build keeps serving.
+fails is reported and the previous build keeps serving; a build under a new
+name (plugin.json's name edited) replaces the plugin served.
 
 Ctrl-C stops it.`,
 		Example: "  toolhost plugin dev\n  toolhost plugin dev ./hello --addr 127.0.0.1:7412",
@@ -61,6 +62,9 @@ type devLoop struct {
 	dir    string
 	bundle string // where builds are packed: inside the throwaway home
 	last   string // fingerprint of the sources at the last build
+	// served is the build the dev home serves (nil before the first): the
+	// only plugin installed there.
+	served *plugin.Bundle
 }
 
 // start builds and installs once (failing if that fails), then polls.
@@ -98,9 +102,7 @@ func (d *devLoop) rebuild(ctx context.Context, h *host.Host) error {
 	if err != nil {
 		return err
 	}
-	// The same version with new content, and a grant the author just
-	// added, are what development is: accept both, but show the changes.
-	rep, err := h.Install(ctx, res.Bundle, host.InstallOptions{AllowDowngrade: true, AcceptWidening: true})
+	rep, err := d.install(ctx, h, res.Bundle)
 	if err != nil {
 		return err
 	}
@@ -114,6 +116,37 @@ func (d *devLoop) rebuild(ctx context.Context, h *host.Host) error {
 	}
 	fmt.Fprintf(d.g.stdout, "serving %s %s: %s\n", rep.Name, rep.Version, strings.Join(tools, ", "))
 	return nil
+}
+
+// install makes b the plugin the dev home serves. A build under another
+// name (the author renamed the plugin in plugin.json) replaces the one
+// served: left installed, the old plugin kept its tools answering and
+// refused the new build's tools of the same names.
+func (d *devLoop) install(ctx context.Context, h *host.Host, b *plugin.Bundle) (host.InstallReport, error) {
+	// The same version with new content, and a grant the author just
+	// added, are what development is: accept both, but show the changes.
+	opts := host.InstallOptions{AllowDowngrade: true, AcceptWidening: true}
+	prev := d.served
+	renamed := prev != nil && prev.Manifest().Name != b.Manifest().Name
+	if renamed {
+		if err := h.Remove(prev.Manifest().Name); err != nil {
+			return host.InstallReport{}, err
+		}
+	}
+	rep, err := h.Install(ctx, b, opts)
+	if err != nil {
+		if renamed {
+			if _, rerr := h.Install(context.WithoutCancel(ctx), prev, opts); rerr != nil {
+				return rep, fmt.Errorf("%w; and the previous build %s could not be installed again: %v", err, prev.Manifest().Name, rerr)
+			}
+		}
+		return rep, err
+	}
+	if renamed {
+		fmt.Fprintf(d.g.stdout, "plugin renamed: %s removed, %s installed\n", prev.Manifest().Name, b.Manifest().Name)
+	}
+	d.served = b
+	return rep, nil
 }
 
 // fingerprint summarizes the plugin's sources: every file's path, size

@@ -92,6 +92,22 @@ func TestPluginDevReloadsOnEdit(t *testing.T) {
 		t.Errorf("no call log in the terminal:\n%s", stderr.String())
 	}
 
+	// Renaming the plugin replaces the one served: its tool keeps
+	// answering, from the renamed plugin alone (the old one refused it as
+	// a tool name conflict and kept serving).
+	manifest := filepath.Join(dir, "plugin.json")
+	m, _ := os.ReadFile(manifest)
+	if err := os.WriteFile(manifest, bytes.Replace(m, []byte(`"name": "hello"`), []byte(`"name": "hello2"`), 1), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	after := wait("build after the rename", regexp.MustCompile(`(build failed[^\n]*|serving hello2 0\.1\.0: [^\n]*)`))[1]
+	if after != "serving hello2 0.1.0: greet" {
+		t.Fatalf("after renaming the plugin: %q\n%s", after, stdout.String())
+	}
+	if got := call(); !strings.Contains(got, `"Howdy, Ada!"`) {
+		t.Fatalf("call after the rename: %s", got)
+	}
+
 	cancel()
 	<-exited
 	exited <- 0
