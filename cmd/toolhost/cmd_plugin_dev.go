@@ -3,9 +3,11 @@ package main
 import (
 	"context"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -48,7 +50,7 @@ Ctrl-C stops it.`,
 			defer os.RemoveAll(home)
 			g.home, g.allowUnsigned = home, true
 			fmt.Fprintf(g.stdout, "dev home %s (throwaway: deleted on exit; unsigned plugins allowed only here)\n", home)
-			d := &devLoop{g: g, dir: dir, bundle: filepath.Join(home, "dev.plugin")}
+			d := newDevLoop(g, dir, filepath.Join(home, "dev.plugin"))
 			return g.serve(cmd.Context(), serveOptions{addr: addr, background: d.start})
 		},
 	}
@@ -65,6 +67,12 @@ type devLoop struct {
 	// served is the build the dev home serves (nil before the first): the
 	// only plugin installed there.
 	served *plugin.Bundle
+	// outputs are the regular files this process writes to (ownOutputs).
+	outputs []os.FileInfo
+}
+
+func newDevLoop(g *globalOptions, dir, bundle string) *devLoop {
+	return &devLoop{g: g, dir: dir, bundle: bundle, outputs: ownOutputs(g.stdout, g.stderr)}
 }
 
 // start builds and installs once (failing if that fails), then polls.
@@ -167,10 +175,25 @@ func (d *devLoop) fingerprint() string {
 		if strings.HasSuffix(name, ".wasm") || strings.HasSuffix(name, ".plugin") || strings.HasSuffix(name, ".tmp") {
 			return nil
 		}
-		if fi, err := e.Info(); err == nil {
+		if fi, err := e.Info(); err == nil && !slices.ContainsFunc(d.outputs, func(o os.FileInfo) bool { return os.SameFile(o, fi) }) {
 			fmt.Fprintf(&b, "%s %d %d\n", p, fi.Size(), fi.ModTime().UnixNano())
 		}
 		return nil
 	})
 	return b.String()
+}
+
+// ownOutputs returns the regular files among ws. `plugin dev > dev.log`
+// run in the plugin's directory writes dev.log on every rebuild: were it a
+// source, each rebuild's lines would start the next, for ever.
+func ownOutputs(ws ...io.Writer) []os.FileInfo {
+	var out []os.FileInfo
+	for _, w := range ws {
+		if f, ok := w.(*os.File); ok {
+			if fi, err := f.Stat(); err == nil && fi.Mode().IsRegular() {
+				out = append(out, fi)
+			}
+		}
+	}
+	return out
 }

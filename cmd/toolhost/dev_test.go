@@ -118,3 +118,32 @@ func TestPluginDevReloadsOnEdit(t *testing.T) {
 		t.Errorf("plugin dev wrote into the operator's home: %v", entries)
 	}
 }
+
+// TestPluginDevIgnoresItsOwnOutput: `plugin dev > dev.log` in the plugin's
+// directory is not a change of its sources (every rebuild wrote lines that
+// started the next, for ever); a source edit still is.
+func TestPluginDevIgnoresItsOwnOutput(t *testing.T) {
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "main.go"), []byte("package main\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	log, err := os.Create(filepath.Join(dir, "dev.log"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer log.Close()
+	d := newDevLoop(&globalOptions{stdout: log, stderr: log}, dir, filepath.Join(t.TempDir(), "dev.plugin"))
+	before := d.fingerprint()
+	if _, err := log.WriteString("change in .: rebuilding\n"); err != nil {
+		t.Fatal(err)
+	}
+	if after := d.fingerprint(); after != before {
+		t.Errorf("writing its own output changed the fingerprint:\n%s\n%s", before, after)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "main.go"), []byte("package main\n\nfunc main() {}\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if after := d.fingerprint(); after == before {
+		t.Error("a source edit did not change the fingerprint")
+	}
+}
