@@ -32,7 +32,8 @@ Calls go through the running toolhost serve of this home (over its control
 socket) when there is one; otherwise through a host started here with the
 worker pool toolhost serve would start. Every call is a full call: argument
 validation, the sandbox (a fresh instance unless the plugin opted into
-reuse), and the output checks.`,
+reuse), and the output checks. Ctrl-C prints what was measured so far and
+exits 130 (interrupted).`,
 		Example: "  toolhost bench get_current_time --args '{\"timezone\":\"Europe/Paris\"}' -c 4 -d 10s",
 		Args:    cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -76,6 +77,9 @@ func (g *globalOptions) bench(ctx context.Context, tool string, o benchOptions) 
 	// One call first: a tool that does not exist or whose arguments are
 	// refused fails here with its own error, not as N errors.
 	if _, err := api.Call(ctx, tool, []byte(o.args)); err != nil {
+		if ctx.Err() != nil {
+			return fmt.Errorf("bench was interrupted before any call finished: nothing was measured (%w)", ctx.Err())
+		}
 		return err
 	}
 	where := "a host started for this run"
@@ -86,10 +90,14 @@ func (g *globalOptions) bench(ctx context.Context, tool string, o benchOptions) 
 	r := runBench(ctx, api, tool, []byte(o.args), o)
 	printBench(g, tool, o, r)
 	switch {
-	case r.calls == 0:
-		// Only when the run was interrupted: every caller otherwise
-		// finishes one call, however short -d is.
-		return fmt.Errorf("bench was interrupted before any call finished: nothing was measured; run it again and let it finish")
+	case ctx.Err() != nil:
+		// Ctrl-C or SIGTERM: what was measured is printed, but a script
+		// must not take it for the run it asked for (exit 130).
+		if r.calls == 0 {
+			return fmt.Errorf("bench was interrupted before any call finished: nothing was measured (%w)", ctx.Err())
+		}
+		return fmt.Errorf("bench was interrupted after %s of its %s: the figures above cover only that part (%w)",
+			r.elapsed.Round(time.Millisecond), o.duration, ctx.Err())
 	case r.calls == r.errors:
 		return fmt.Errorf("every call failed: %w", r.firstErr)
 	}
