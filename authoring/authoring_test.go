@@ -28,8 +28,24 @@ func TestInitRefusesBadInput(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(dir, "keep.txt"), []byte("mine"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := Init(dir, "ok", LangGo); !errors.Is(err, ErrExists) {
-		t.Errorf("non-empty dir: %v, want ErrExists", err)
+	if _, err := Init(dir, "ok", LangGo); !errors.Is(err, ErrExists) || !strings.Contains(err.Error(), "1 entry (keep.txt)") {
+		t.Errorf("non-empty dir: %v, want ErrExists naming keep.txt", err)
+	}
+	// A file, or a link to nothing, is named as such (it was "mkdir x:
+	// not a directory" and "mkdir x: file exists"), and left alone.
+	file := filepath.Join(dir, "keep.txt")
+	if _, err := Init(file, "ok", LangGo); err == nil || !strings.Contains(err.Error(), "is a file, not a directory") {
+		t.Errorf("file: %v, want a refusal saying it is a file", err)
+	}
+	if data, _ := os.ReadFile(file); string(data) != "mine" {
+		t.Errorf("the user's file now holds %q", data)
+	}
+	link := filepath.Join(t.TempDir(), "link")
+	if err := os.Symlink(filepath.Join(dir, "gone"), link); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Init(link, "ok", LangGo); err == nil || !strings.Contains(err.Error(), "which does not exist") {
+		t.Errorf("dangling link: %v, want a refusal naming the missing target", err)
 	}
 }
 

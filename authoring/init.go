@@ -46,8 +46,8 @@ func Init(dir, name, lang string) ([]string, error) {
 	if err := ValidInit(name, lang); err != nil {
 		return nil, err
 	}
-	if entries, err := os.ReadDir(dir); err == nil && len(entries) > 0 {
-		return nil, fmt.Errorf("%w: %s already holds %d entries; choose a new directory with --dir", ErrExists, dir, len(entries))
+	if err := checkInitDir(dir); err != nil {
+		return nil, err
 	}
 	files := map[string][]byte{}
 	root := "templates/" + lang
@@ -69,15 +69,44 @@ func Init(dir, name, lang string) ([]string, error) {
 	for rel, data := range files {
 		target := filepath.Join(dir, filepath.FromSlash(rel))
 		if err := os.MkdirAll(filepath.Dir(target), 0o755); err != nil {
-			return written, err
+			return written, fmt.Errorf("authoring: cannot create the plugin directory %s: %w", dir, err)
 		}
 		if err := os.WriteFile(target, data, 0o644); err != nil {
-			return written, err
+			return written, fmt.Errorf("authoring: cannot write the plugin in %s: %w", dir, err)
 		}
 		written = append(written, rel)
 	}
 	slices.Sort(written)
 	return written, nil
+}
+
+// checkInitDir refuses a dir Init cannot write a plugin into, saying why:
+// a file, a link to nothing, or a directory that holds anything.
+func checkInitDir(dir string) error {
+	fi, err := os.Stat(dir)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		if target, lerr := os.Readlink(dir); lerr == nil {
+			return fmt.Errorf("authoring: %s is a link to %s, which does not exist; create that directory or choose another with --dir", dir, target)
+		}
+		return nil
+	case err != nil:
+		return fmt.Errorf("authoring: %w", err)
+	case !fi.IsDir():
+		return fmt.Errorf("authoring: %s is a file, not a directory; choose a new directory with --dir", dir)
+	}
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return fmt.Errorf("authoring: %w", err)
+	}
+	if n := len(entries); n > 0 {
+		what := fmt.Sprintf("%d entries", n)
+		if n == 1 {
+			what = "1 entry (" + entries[0].Name() + ")"
+		}
+		return fmt.Errorf("%w: %s already holds %s; choose a new directory with --dir", ErrExists, dir, what)
+	}
+	return nil
 }
 
 func render(path, name string) ([]byte, error) {
