@@ -7,6 +7,7 @@ import (
 
 	"github.com/toolhost/toolhost/host"
 	"github.com/toolhost/toolhost/host/toolerr"
+	"github.com/toolhost/toolhost/plugin"
 	"github.com/toolhost/toolhost/signing"
 )
 
@@ -57,5 +58,14 @@ func TestClosedHostRefusesCallsAndChanges(t *testing.T) {
 	// Nothing was changed in the store: the plugin is still installed.
 	if _, err := e.st.Plugin("echo"); err != nil {
 		t.Errorf("the store lost the plugin: %v", err)
+	}
+}
+
+// TestInstallWithoutABundle: a nil bundle is an error, not a nil pointer
+// dereference inside the host.
+func TestInstallWithoutABundle(t *testing.T) {
+	e := newEnv(t, host.Options{})
+	if _, err := e.h.Install(context.Background(), nil, host.InstallOptions{}); !errors.Is(err, plugin.ErrInvalidBundle) {
+		t.Fatalf("Install(nil) = %v, want ErrInvalidBundle", err)
 	}
 }

@@ -59,6 +59,9 @@ type InstallReport struct {
 // cache miscounts concurrent compiles of the same module (wazero#2459) and
 // a concurrent install of identical wasm crashed the in-process engine.
 func (h *Host) Install(ctx context.Context, b *plugin.Bundle, opts InstallOptions) (InstallReport, error) {
+	if b == nil {
+		return InstallReport{}, fmt.Errorf("%w: Install was given no bundle; make one with plugin.Decode (a .plugin file) or plugin.Open", plugin.ErrInvalidBundle)
+	}
 	if err := h.lockChanges(); err != nil {
 		return InstallReport{}, err
 	}
