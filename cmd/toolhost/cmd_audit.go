@@ -39,7 +39,7 @@ func (g *globalOptions) auditPath() string { return filepath.Join(g.home, audit.
 
 // openAuditFile opens the log for reading. A missing log reads as empty
 // only in a home where toolhost never opened the store (the log is created
-// with it): beside a store, it was deleted or moved, which must not pass
+// before it): beside a store, it was deleted or moved, which must not pass
 // for an intact empty log. A home that does not exist is an error too: a
 // mistyped --home would otherwise verify as intact.
 func (g *globalOptions) openAuditFile() (io.ReadCloser, error) {
@@ -50,8 +50,9 @@ func (g *globalOptions) openAuditFile() (io.ReadCloser, error) {
 	if _, err := os.Stat(g.home); errors.Is(err, os.ErrNotExist) {
 		return nil, fmt.Errorf("the toolhost home %s does not exist, so there is no audit log to read; point --home or TOOLHOST_HOME at the home whose log you mean", g.home)
 	}
-	if _, err := os.Stat(filepath.Join(g.home, "store")); err == nil {
-		return nil, fmt.Errorf("%w: %s does not exist, but the home has a store, so toolhost kept a log here and it was deleted or moved; restore it from a backup and check it with `toolhost audit verify --head` and a head you kept", audit.ErrLogMissing, g.auditPath())
+	storeDir := filepath.Join(g.home, "store")
+	if storeExisted(storeDir) {
+		return nil, audit.MissingError(g.auditPath(), fmt.Sprintf("the home's store %s exists", storeDir))
 	}
 	return io.NopCloser(bytes.NewReader(nil)), nil
 }

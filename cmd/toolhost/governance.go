@@ -1,8 +1,10 @@
 package main
 
 import (
+	"errors"
 	"fmt"
-	"path/filepath"
+	"io"
+	"os"
 	"time"
 
 	"github.com/toolhost/toolhost/api/control"
@@ -27,10 +29,54 @@ type governance struct {
 	h   *host.Host // set once the host exists (hooks are read per call)
 }
 
+// auditLogBeforeStore runs before the store is opened, to tell a new home
+// from one whose audit log was removed. The log is created (empty, synced
+// with its directory entry) before the store ever is, so a store that
+// existed before this open without a log beside it means the log was
+// deleted or moved: kept then says why a log must be there, and
+// openGovernance refuses a missing one (audit.OpenKept). RATIONALE.md, "An
+// erased audit log stops the host; a new one begins by hand".
+func (g *globalOptions) auditLogBeforeStore(storeDir string) (kept string, err error) {
+	if storeExisted(storeDir) {
+		return fmt.Sprintf("the home's store %s already existed", storeDir), nil
+	}
+	return "", audit.Create(g.auditPath())
+}
+
+// storeExisted reports whether toolhost has opened the store in dir
+// before: the directory holds something. An empty one (made, then a
+// failed first open) held nothing a log accounts for.
+func storeExisted(dir string) bool {
+	d, err := os.Open(dir)
+	if errors.Is(err, os.ErrNotExist) {
+		return false
+	}
+	if err != nil {
+		// Not readable: the store's own open says what is wrong; this is
+		// not a new home.
+		return true
+	}
+	defer d.Close()
+	names, err := d.Readdirnames(1)
+	// EOF: empty. Another error (not a directory, say): not a new home.
+	return !errors.Is(err, io.EOF) && !(err == nil && len(names) == 0)
+}
+
 // openGovernance opens the audit log and the Governor over st. The host is
-// attached with attach once it exists; until then no hooks run.
-func (g *globalOptions) openGovernance(st *store.Store) (*governance, error) {
-	l, err := audit.Open(filepath.Join(g.home, audit.FileName))
+// attached with attach once it exists; until then no hooks run. kept, when
+// set, says why a log must already be there (audit.OpenKept): the store
+// existed before this open.
+func (g *globalOptions) openGovernance(st *store.Store, kept string) (*governance, error) {
+	var l *audit.Log
+	var err error
+	if kept != "" {
+		l, err = audit.OpenKept(g.auditPath(), kept)
+	} else {
+		l, err = audit.Open(g.auditPath())
+	}
+	if errors.Is(err, audit.ErrLogMissing) {
+		return nil, err // says what to do (audit.MissingError)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("%w; toolhost keeps its audit log in the home directory and does not run without it", err)
 	}

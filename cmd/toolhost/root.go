@@ -278,11 +278,16 @@ func (g *globalOptions) openHost(ctx context.Context) (*host.Host, func(), error
 	if err := os.MkdirAll(g.home, 0o700); err != nil {
 		return nil, nil, fmt.Errorf("create home %s: %w", g.home, err)
 	}
-	st, err := store.Open(filepath.Join(g.home, "store"), g.logger)
+	storeDir := filepath.Join(g.home, "store")
+	kept, err := g.auditLogBeforeStore(storeDir)
 	if err != nil {
 		return nil, nil, err
 	}
-	gv, err := g.openGovernance(st)
+	st, err := store.Open(storeDir, g.logger)
+	if err != nil {
+		return nil, nil, err
+	}
+	gv, err := g.openGovernance(st, kept)
 	if err != nil {
 		st.Close()
 		return nil, nil, err

@@ -32,7 +32,11 @@
 // hash, when toolhost last made it durable) lets Open and VerifyDurable
 // catch records cut from the end below it without a kept head, but it is
 // in the same directory and has no key either: whoever cuts both, or
-// deletes the write-ahead file, is caught only by a kept head.
+// deletes the write-ahead file, is caught only by a kept head. Whoever
+// deletes both is caught at the next start when the caller knows a log
+// was kept (OpenKept, kept.go): toolhost then refuses to run until the
+// log is restored, or until an operator begins a new one by creating an
+// empty audit.jsonl, which the new log's first record then says.
 //
 // Without the write-ahead file: Open carries on from audit.jsonl alone.
 // A log written before the write-ahead file existed is legitimate and must
@@ -292,8 +296,20 @@ func Open(path string) (*Log, error) { return open(path, walSize, nil) }
 
 // open is Open with the write-ahead file's size and, for tests, the
 // fdatasync (nil: datasync).
-func open(path string, ringSize int64, fsync func(*os.File) error) (l *Log, err error) {
-	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o600)
+func open(path string, ringSize int64, fsync func(*os.File) error) (*Log, error) {
+	return openLog(path, "", ringSize, fsync)
+}
+
+// openLog is open, and OpenKept when kept (why a log was kept) is set.
+func openLog(path, kept string, ringSize int64, fsync func(*os.File) error) (l *Log, err error) {
+	flags := os.O_RDWR | os.O_CREATE
+	if kept != "" {
+		flags = os.O_RDWR // never a new empty log where one was kept (kept.go)
+	}
+	f, err := os.OpenFile(path, flags, 0o600)
+	if kept != "" && errors.Is(err, os.ErrNotExist) {
+		return nil, MissingError(path, kept)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("audit: open %s: %w", path, err)
 	}
@@ -328,6 +344,9 @@ func open(path string, ringSize int64, fsync func(*os.File) error) (l *Log, err 
 			// write-ahead file" in the package doc.
 			unchecked = fmt.Sprintf("no valid write-ahead file %s%s (a log from a toolhost before it, a crash while it was made, or the file was damaged or deleted): the chain continues from record seq %d, where %s ends; whether records were cut from its end before now cannot be checked here (`toolhost audit verify --head` with a head kept elsewhere can)",
 				FileName, walSuffix, l.seq, FileName)
+		} else if kept != "" {
+			// An empty log where one was kept: begun anew by hand (kept.go).
+			unchecked = uncheckedEmpty(kept)
 		}
 	}
 	if err != nil {
@@ -407,7 +426,7 @@ func (l *Log) setHead(last []byte) error {
 	}
 	r, err := ParseLine(bytes.TrimSuffix(last, []byte("\n")))
 	if err != nil {
-		return fmt.Errorf("audit: the last record of %s is damaged (%v); run `toolhost audit verify`, move the file aside to keep it as evidence, and start a new log", l.path, err)
+		return fmt.Errorf("audit: the last record of %s is damaged (%v); run `toolhost audit verify`, move the file aside to keep it as evidence, and create an empty %s to start a new log (its first record will say it began empty)", l.path, err, l.path)
 	}
 	l.seq, l.head = r.Seq, r.Hash
 	return nil

@@ -269,7 +269,7 @@ func (l *Log) recoverFrom(w *wal) (string, error) {
 	if err != nil {
 		return "", fmt.Errorf("audit: %s: %w", l.path, err)
 	}
-	moveAside := fmt.Sprintf("run `toolhost audit verify`, then move %s and %s aside to keep them as evidence and start a new log", l.path, w.path)
+	moveAside := fmt.Sprintf("run `toolhost audit verify`, then move %s and %s aside to keep them as evidence, and create an empty %s to start a new log (its first record will say it began empty)", l.path, w.path, l.path)
 	if st.Size() < int64(ck.length) {
 		return "", fmt.Errorf("audit: %s is %d bytes, shorter than the %d bytes (through record seq %d) toolhost made durable: records were cut from it; %s",
 			l.path, st.Size(), ck.length, ck.seq, moveAside)
