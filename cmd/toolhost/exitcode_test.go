@@ -28,10 +28,13 @@ func TestInterruptedExitCode(t *testing.T) {
 	}
 }
 
-// A deleted audit log is damage, like a broken one: exit 3.
+// A deleted audit log is damage, like a broken one or one cut below what
+// was made durable: exit 3.
 func TestMissingAuditLogExitCode(t *testing.T) {
-	if got := exitCode(fmt.Errorf("%w: gone", audit.ErrLogMissing)); got != exitRefused {
-		t.Errorf("exitCode(ErrLogMissing) = %d, want %d", got, exitRefused)
+	for _, err := range []error{audit.ErrLogMissing, audit.ErrLogDamaged} {
+		if got := exitCode(fmt.Errorf("%w: gone", err)); got != exitRefused {
+			t.Errorf("exitCode(%v) = %d, want %d", err, got, exitRefused)
+		}
 	}
 }
 

@@ -202,7 +202,7 @@ func exitCode(err error) int {
 		return exitBusy
 	case errors.Is(err, host.ErrInterrupted), errors.Is(err, context.Canceled):
 		return exitInterrupted
-	case errors.As(err, new(*audit.BadRecordError)), errors.Is(err, audit.ErrLogMissing):
+	case errors.As(err, new(*audit.BadRecordError)), errors.Is(err, audit.ErrLogMissing), errors.Is(err, audit.ErrLogDamaged):
 		return exitRefused
 	case errors.Is(err, host.ErrNotInstalled), errors.Is(err, store.ErrNotFound), errors.Is(err, govern.ErrNoSuchApproval):
 		return exitNotFound

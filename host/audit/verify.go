@@ -31,6 +31,11 @@ func (e *BadRecordError) Error() string {
 // not (the caller knows which, e.g. from the store beside it).
 var ErrLogMissing = errors.New("audit: the audit log is missing")
 
+// ErrLogDamaged: Open found the log shorter than, or different from, what
+// its write-ahead checkpoint says toolhost made durable, and will not
+// write to it (the error says what was found and what to do).
+var ErrLogDamaged = errors.New("audit: the audit log does not match what toolhost made durable")
+
 // Summary is what an intact log holds.
 type Summary struct {
 	Records uint64

@@ -271,8 +271,8 @@ func (l *Log) recoverFrom(w *wal) (string, error) {
 	}
 	moveAside := fmt.Sprintf("run `toolhost audit verify`, then move %s and %s aside to keep them as evidence, and create an empty %s to start a new log (its first record will say it began empty)", l.path, w.path, l.path)
 	if st.Size() < int64(ck.length) {
-		return "", fmt.Errorf("audit: %s is %d bytes, shorter than the %d bytes (through record seq %d) toolhost made durable: records were cut from it; %s",
-			l.path, st.Size(), ck.length, ck.seq, moveAside)
+		return "", fmt.Errorf("%w: %s is %d bytes, shorter than the %d bytes (through record seq %d) toolhost made durable: records were cut from it; %s",
+			ErrLogDamaged, l.path, st.Size(), ck.length, ck.seq, moveAside)
 	}
 	if ck.length > 0 {
 		line, err := lastLineBefore(l.f, int64(ck.length))
@@ -284,7 +284,7 @@ func (l *Log) recoverFrom(w *wal) (string, error) {
 			err = fmt.Errorf("it is record seq %d, the write-ahead file's checkpoint says seq %d", r.Seq, ck.seq)
 		}
 		if err != nil {
-			return "", fmt.Errorf("audit: the last record of %s that toolhost made durable (the line ending at byte %d) is damaged (%v); %s", l.path, ck.length, err, moveAside)
+			return "", fmt.Errorf("%w: the last record of %s that toolhost made durable (the line ending at byte %d) is damaged (%v); %s", ErrLogDamaged, l.path, ck.length, err, moveAside)
 		}
 	}
 	l.seq, l.head = ck.seq, ck.hash

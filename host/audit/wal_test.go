@@ -2,6 +2,7 @@ package audit
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"os"
@@ -240,19 +241,19 @@ func TestCheckpointRefusesACutOrChangedLog(t *testing.T) {
 	path, lines := writeLog(t, 3)
 	all := bytes.Join(lines, nil)
 	os.WriteFile(path, bytes.Join(lines[:2], nil), 0o600)
-	if _, err := Open(path); err == nil || !strings.Contains(err.Error(), "shorter than") || !strings.Contains(err.Error(), "aside") {
+	if _, err := Open(path); !errors.Is(err, ErrLogDamaged) || !strings.Contains(err.Error(), "shorter than") || !strings.Contains(err.Error(), "aside") {
 		t.Fatalf("cut log: %v", err)
 	}
 	changed := bytes.Clone(all)
 	changed[len(changed)-10] ^= 1
 	os.WriteFile(path, changed, 0o600)
-	if _, err := Open(path); err == nil || !strings.Contains(err.Error(), "damaged") {
+	if _, err := Open(path); !errors.Is(err, ErrLogDamaged) || !strings.Contains(err.Error(), "damaged") {
 		t.Fatalf("changed log: %v", err)
 	}
 	swapped := append(bytes.Clone(lines[0]), lines[2]...)
 	swapped = append(swapped, lines[1]...)
 	os.WriteFile(path, swapped, 0o600)
-	if _, err := Open(path); err == nil || !strings.Contains(err.Error(), "damaged") {
+	if _, err := Open(path); !errors.Is(err, ErrLogDamaged) || !strings.Contains(err.Error(), "damaged") {
 		t.Fatalf("reordered log: %v", err)
 	}
 	os.WriteFile(path, all, 0o600)
