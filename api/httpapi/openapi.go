@@ -30,6 +30,7 @@ var callErrorCodes = []toolerr.Code{
 	toolerr.CodeMemoryLimit, toolerr.CodeOutputTooLarge, toolerr.CodePluginError,
 	toolerr.CodeInvalidModule, toolerr.CodePermissionDenied, toolerr.CodeBusy,
 	toolerr.CodeInternal, toolerr.CodeUnavailable, toolerr.CodeTimeout,
+	CodeRequestTimeout,
 }
 
 func (a *API) openAPI(w http.ResponseWriter, r *http.Request) {

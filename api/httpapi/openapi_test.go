@@ -72,7 +72,7 @@ func checkOpenAPI(t *testing.T, srv *httptest.Server, h *host.Host) {
 		if op.OperationID != tool.Name || op.Description != tool.Description || len(op.Tags) != 1 || op.Tags[0] != tool.Plugin {
 			t.Errorf("%s: operation %+v", tool.Name, op)
 		}
-		for _, status := range []string{"200", "400", "401", "403", "404", "413", "422", "429", "500", "503", "504"} {
+		for _, status := range []string{"200", "400", "401", "403", "404", "408", "413", "422", "429", "500", "503", "504"} {
 			if _, ok := op.Responses[status]; !ok {
 				t.Errorf("%s: no %s response", tool.Name, status)
 			}
