@@ -54,7 +54,8 @@ foreign Host or Origin header are refused (DNS-rebinding defence).
 
 While serve runs, the other toolhost commands (plugin install/remove/list,
 trust …, call, mcp) work through it, and changes are visible at once.
-SIGINT/SIGTERM stop accepting requests and let running calls finish.
+SIGINT/SIGTERM stop accepting requests and let running calls finish; calls
+waiting for approval end at once with busy (they did not run).
 
 --watch DIR keeps DIR's signed bundles installed: a bundle copied in is
 verified and installed (its tools callable within about a second), a newer
@@ -185,6 +186,13 @@ func (g *globalOptions) serve(ctx context.Context, o serveOptions) error {
 	case <-ctx.Done():
 	}
 	fmt.Fprintln(g.stderr, "shutting down: waiting for running calls to finish")
+	// Nobody can approve once the API and the control socket close: calls
+	// waiting for a person end now (busy, not run) instead of holding the
+	// shutdown up until their approval timeout.
+	if n := len(g.gov.gov.Approvals().List()); n > 0 {
+		fmt.Fprintf(g.stderr, "shutting down: %d call(s) waiting for approval end without running\n", n)
+	}
+	g.gov.gov.Approvals().Close()
 	sctx, cancel := context.WithTimeout(context.Background(), time.Duration(plugin.MaxTimeoutMS)*time.Millisecond+5*time.Second)
 	defer cancel()
 	// api.Shutdown waits for running calls, then ends MCP sessions, whose

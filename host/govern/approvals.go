@@ -28,6 +28,12 @@ var ErrTooManyPending = errors.New("calls already wait for approval, the most th
 // timed out, its caller gone, or never there).
 var ErrNoSuchApproval = errors.New("no such pending approval")
 
+// ErrShuttingDown is Ask's error once Close was called: the process is
+// stopping, so nobody is left to decide (its control socket and HTTP API
+// are closing) and a waiting call must not hold the shutdown up until its
+// approval timeout.
+var ErrShuttingDown = errors.New("toolhost is shutting down, so nobody can approve calls in it now")
+
 // NoSuchApprovalError is Decide's error for an id that is not pending
 // (errors.Is ErrNoSuchApproval).
 func NoSuchApprovalError(id string) error {
@@ -89,8 +95,10 @@ type Approvals struct {
 	OnDecide func(p Pending, a Answer)
 	Now      func() time.Time
 
-	mu      sync.Mutex
+	mu      sync.Mutex // guards pending, closed and closing
 	pending map[string]*waiter
+	closed  bool
+	closing chan struct{} // closed by Close; made lazily, under mu
 }
 
 type waiter struct {
@@ -108,17 +116,23 @@ type Outcome struct {
 // Ask registers p and waits for a decision: from an operator (Decide),
 // from the client's user when ctx carries an Elicitor, or until Timeout
 // (then TimedOut, not approved). It returns ctx's error when the caller
-// goes away first, and ErrTooManyPending (at once) when MaxPending calls
-// already wait.
+// goes away first, ErrTooManyPending (at once) when MaxPending calls
+// already wait, and ErrShuttingDown when Close is called before a decision
+// (or was called before Ask).
 func (a *Approvals) Ask(ctx context.Context, p Pending) (Outcome, error) {
 	now := a.now()
 	p.ID = newID()
 	p.Since = now
 	w := &waiter{p: p, answer: make(chan Answer, 1)}
 	a.mu.Lock()
+	if a.closed {
+		a.mu.Unlock()
+		return Outcome{}, ErrShuttingDown
+	}
 	if a.pending == nil {
 		a.pending = map[string]*waiter{}
 	}
+	closing := a.closingLocked()
 	max := a.MaxPending
 	if max <= 0 {
 		max = DefaultMaxPending
@@ -157,7 +171,38 @@ func (a *Approvals) Ask(ctx context.Context, p Pending) (Outcome, error) {
 		return Outcome{TimedOut: true, Waited: a.now().Sub(now)}, nil
 	case <-ctx.Done():
 		return Outcome{Waited: a.now().Sub(now)}, ctx.Err()
+	case <-closing:
+		// A decision that won the race with Close still counts: it was
+		// audited (OnDecide) before it was sent.
+		select {
+		case ans := <-w.answer:
+			return Outcome{Answer: ans, Waited: a.now().Sub(now)}, nil
+		default:
+		}
+		return Outcome{Waited: a.now().Sub(now)}, ErrShuttingDown
 	}
+}
+
+// Close ends every wait at once with ErrShuttingDown and makes later Asks
+// fail with it: called when the process starts shutting down, so calls
+// waiting for a person end with an answer instead of holding the shutdown
+// up until their approval timeout. Decide finds nothing pending after it.
+func (a *Approvals) Close() {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.closed {
+		return
+	}
+	a.closed = true
+	close(a.closingLocked())
+	a.pending = nil
+}
+
+func (a *Approvals) closingLocked() chan struct{} {
+	if a.closing == nil {
+		a.closing = make(chan struct{})
+	}
+	return a.closing
 }
 
 func (a *Approvals) drop(id string) {

@@ -129,3 +129,42 @@ func TestApprovalsPendingBounded(t *testing.T) {
 		time.Sleep(time.Millisecond)
 	}
 }
+
+// Close ends every call waiting for a person at once (whatever its
+// timeout, with or without an elicitor still asking), refuses later asks,
+// and leaves nothing pending to decide.
+func TestApprovalsCloseEndsEveryWait(t *testing.T) {
+	a := &Approvals{Timeout: time.Hour}
+	never := func(ctx context.Context, _ Pending) (Answer, error) { <-ctx.Done(); return Answer{}, ctx.Err() }
+	ctxs := []context.Context{context.Background(), WithElicitor(context.Background(), never)}
+	errs := make(chan error, len(ctxs))
+	for _, ctx := range ctxs {
+		go func() {
+			out, err := a.Ask(ctx, Pending{Tool: "delete_note"})
+			if out.Approve || out.TimedOut {
+				t.Errorf("outcome after Close: %+v", out)
+			}
+			errs <- err
+		}()
+	}
+	for len(a.List()) < len(ctxs) {
+		waitPending(t, a)
+	}
+	id := a.List()[0].ID
+	a.Close()
+	for range ctxs {
+		if err := <-errs; !errors.Is(err, ErrShuttingDown) {
+			t.Fatalf("waiting call after Close: %v, want ErrShuttingDown", err)
+		}
+	}
+	if _, err := a.Ask(context.Background(), Pending{Tool: "t"}); !errors.Is(err, ErrShuttingDown) {
+		t.Fatalf("Ask after Close: %v, want ErrShuttingDown at once", err)
+	}
+	if err := a.Decide(id, true, ""); !errors.Is(err, ErrNoSuchApproval) {
+		t.Fatalf("Decide after Close: %v", err)
+	}
+	if ps := a.List(); len(ps) != 0 {
+		t.Fatalf("pending after Close: %+v", ps)
+	}
+	a.Close() // twice is harmless
+}

@@ -206,6 +206,9 @@ func (g *Governor) beforeCall(ctx context.Context, c *host.CallInfo) (host.Verdi
 	case errors.Is(err, ErrTooManyPending):
 		v.Decision, v.DecidedBy = "denied", "toolhost"
 		return v, toolerr.Errorf(toolerr.CodeBusy, "%s needs approval, but %v: decide some of them first (`toolhost approvals list`), then call again", c.Tool.Name, err)
+	case errors.Is(err, ErrShuttingDown):
+		v.Decision, v.DecidedBy = "denied", "toolhost"
+		return v, toolerr.Errorf(toolerr.CodeBusy, "%s needs approval, but %v; the call did not run: call it again once toolhost is serving again", c.Tool.Name, err)
 	case err != nil:
 		v.Decision, v.DecidedBy = "cancelled", "caller"
 		return v, toolerr.Errorf(toolerr.CodeCancelled, "the caller went away while %s waited for approval", c.Tool.Name)

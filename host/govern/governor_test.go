@@ -221,6 +221,33 @@ func TestCallerGoneDuringApprovalIsNotAllowed(t *testing.T) {
 	}
 }
 
+// A call waiting for a person when the process shuts down is not run and
+// not "allowed": busy (it may be made again), denied by toolhost, saying
+// why.
+func TestShutdownDuringApprovalIsNotAllowed(t *testing.T) {
+	e := newEnv(t, false)
+	type result struct {
+		v   host.Verdict
+		err error
+	}
+	done := make(chan result, 1)
+	go func() {
+		v, err := e.g.BeforeCall(context.Background(), call(noteTool, `{"id":"1"}`))
+		done <- result{v, err}
+	}()
+	waitPending(t, e.g.Approvals())
+	e.g.Approvals().Close()
+	for _, r := range []result{<-done, func() result {
+		v, err := e.g.BeforeCall(context.Background(), call(noteTool, `{"id":"2"}`))
+		return result{v, err}
+	}()} {
+		if toolerr.CodeOf(r.err) != toolerr.CodeBusy || r.v.Decision != "denied" || r.v.DecidedBy != "toolhost" ||
+			!strings.Contains(r.err.Error(), "shutting down") || !strings.Contains(r.err.Error(), "did not run") {
+			t.Fatalf("verdict %+v, err %v: want busy, denied by toolhost, saying it is shutting down", r.v, r.err)
+		}
+	}
+}
+
 func TestHookOrder(t *testing.T) {
 	mod, _ := guard(t)
 	// Lower priority first; the first deny ends the call, so the order
