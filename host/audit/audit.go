@@ -606,6 +606,15 @@ func (l *Log) Head() (uint64, string) {
 	return l.seq, l.head
 }
 
+// Err returns why the log refuses records (the first write or sync that
+// failed, or Close), or nil while it takes them. A refusal lasts until the
+// log is opened again.
+func (l *Log) Err() error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.err
+}
+
 // Path is the file the log writes.
 func (l *Log) Path() string { return l.path }
 

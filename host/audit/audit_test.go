@@ -514,3 +514,46 @@ func TestAnyBytesInAnyFieldVerifyAndReopen(t *testing.T) {
 	}
 	l.Close()
 }
+
+// A write that fails makes the log refuse records, and Err says so (the
+// Governor refuses calls on it); closing does too. The failure is a real
+// one: the log's file descriptor swapped for a read-only one.
+func TestErrReportsARefusingLog(t *testing.T) {
+	path := filepath.Join(t.TempDir(), FileName)
+	l, err := Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	if _, err := l.Append(Record{Kind: KindChange, Action: "install", Subject: "x"}); err != nil || l.Err() != nil {
+		t.Fatalf("append: %v, Err %v", err, l.Err())
+	}
+	ro, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	l.syncMu.Lock()
+	rw := l.f
+	l.f = ro
+	l.syncMu.Unlock()
+	_, aerr := l.Append(Record{Kind: KindChange, Action: "remove", Subject: "x"})
+	l.syncMu.Lock()
+	l.f = rw
+	l.syncMu.Unlock()
+	ro.Close()
+	if aerr == nil || l.Err() == nil || !strings.Contains(l.Err().Error(), "refuses further records") {
+		t.Fatalf("after a failed write: append %v, Err %v", aerr, l.Err())
+	}
+	rec := &Recorder{Log: l}
+	if rec.Err() == nil {
+		t.Fatal("Recorder.Err is nil for a refusing log")
+	}
+	l2, err := Open(filepath.Join(t.TempDir(), FileName))
+	if err != nil {
+		t.Fatal(err)
+	}
+	l2.Close()
+	if l2.Err() == nil {
+		t.Fatal("Err is nil after Close")
+	}
+}

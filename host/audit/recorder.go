@@ -49,6 +49,12 @@ func (r *Recorder) ObserveCall(_ context.Context, c host.CallRecord) {
 	}
 }
 
+// Err returns why the log refuses records, or nil (Log.Err). The Governor
+// refuses calls while it is not nil: a call must be recorded before its
+// answer, and a record that cannot be written is found only after the
+// call ran.
+func (r *Recorder) Err() error { return r.Log.Err() }
+
 // Change appends a change record (install, remove, trust_*, policy_*,
 // approval_*) and returns only once it is durable.
 func (r *Recorder) Change(action, subject, detail, actor string) error {

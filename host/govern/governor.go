@@ -36,7 +36,9 @@ type Options struct {
 	// a message that says where they can be approved.
 	NoApprover bool
 	// Audit records policy changes and approval decisions; nil records
-	// nothing.
+	// nothing. When it also has Err() error (audit.Recorder), every call
+	// is refused before it runs while Err is not nil: the log can no
+	// longer record it.
 	Audit  ChangeRecorder
 	Logger *slog.Logger
 }
@@ -166,6 +168,12 @@ func (g *Governor) BeforeCall(ctx context.Context, c *host.CallInfo) (host.Verdi
 }
 
 func (g *Governor) beforeCall(ctx context.Context, c *host.CallInfo) (host.Verdict, error) {
+	if a, ok := g.opts.Audit.(interface{ Err() error }); ok {
+		if err := a.Err(); err != nil {
+			v := host.Verdict{Decision: "denied", DecidedBy: "toolhost"}
+			return v, toolerr.Errorf(toolerr.CodeInternal, "%s was not run: toolhost records every call in its audit log before answering, and the log takes no more records (%v); if a write failed, fix its cause (free disk space, check the home's files) and restart toolhost", c.Tool.Name, err)
+		}
+	}
 	eff := g.Effective(c.Tool)
 	v := host.Verdict{Decision: "allowed", DecidedBy: "policy " + eff.Source}
 	if eff.Action == store.PolicyDeny {

@@ -248,6 +248,24 @@ func TestShutdownDuringApprovalIsNotAllowed(t *testing.T) {
 	}
 }
 
+// While the audit log refuses records (a write failed: a full disk), no
+// call runs: each would answer without the record written before its
+// answer. Every tool, whatever its policy, is refused before it runs.
+func TestCallsRefusedWhileTheAuditLogRefuses(t *testing.T) {
+	e := newEnv(t, false)
+	if _, err := e.g.BeforeCall(context.Background(), call(readTool, `{}`)); err != nil {
+		t.Fatalf("with a working log: %v", err)
+	}
+	e.log.Close() // a log that refuses records, as after a failed write
+	for _, tool := range []*plugin.Tool{readTool, noteTool, fetchTool} {
+		v, err := e.g.BeforeCall(context.Background(), call(tool, `{}`))
+		if toolerr.CodeOf(err) != toolerr.CodeInternal || v.Decision != "denied" || v.DecidedBy != "toolhost" ||
+			!strings.Contains(err.Error(), "the log takes no more records") || !strings.Contains(err.Error(), "restart toolhost") {
+			t.Fatalf("%s with a refusing audit log: %+v %v", tool.Name, v, err)
+		}
+	}
+}
+
 func TestHookOrder(t *testing.T) {
 	mod, _ := guard(t)
 	// Lower priority first; the first deny ends the call, so the order
