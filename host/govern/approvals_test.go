@@ -160,7 +160,7 @@ func TestApprovalsCloseEndsEveryWait(t *testing.T) {
 	if _, err := a.Ask(context.Background(), Pending{Tool: "t"}); !errors.Is(err, ErrShuttingDown) {
 		t.Fatalf("Ask after Close: %v, want ErrShuttingDown at once", err)
 	}
-	if err := a.Decide(id, true, ""); !errors.Is(err, ErrNoSuchApproval) {
+	if err := a.Decide(id, true, "", "cli"); !errors.Is(err, ErrNoSuchApproval) {
 		t.Fatalf("Decide after Close: %v", err)
 	}
 	if ps := a.List(); len(ps) != 0 {
