@@ -84,13 +84,7 @@ func (c *Client) do(ctx context.Context, method, path string, body []byte, out a
 	req.Header.Set(entryHeader, string(host.EntryOf(ctx)))
 	resp, err := c.hc.Do(req)
 	if err != nil {
-		if method != http.MethodGet && ctx.Err() == nil {
-			// The request may have been carried out before the process
-			// went away (a change made in the store, a tool run): saying
-			// only "did not answer" invites a blind retry.
-			return fmt.Errorf("control: the running toolhost did not answer (%w); it may have stopped while handling the request, so whether it took effect is unknown: check with `toolhost plugin list` or `toolhost audit list --since 10m` before you retry, and start `toolhost serve` again if it is not running", err)
-		}
-		return fmt.Errorf("control: the running toolhost did not answer: %w", err)
+		return unanswered(ctx, method, err)
 	}
 	defer resp.Body.Close()
 	data, err := io.ReadAll(io.LimitReader(resp.Body, 64<<20))
@@ -110,6 +104,18 @@ func (c *Client) do(ctx context.Context, method, path string, body []byte, out a
 		}
 	}
 	return fromWire(env.Error)
+}
+
+// unanswered is the error of a request the host did not answer. Only a
+// GET (a reading) is known to have changed nothing: another request may
+// have been carried out before the process went away (a change made in
+// the store, a tool run), and saying only "did not answer" invites a blind
+// retry.
+func unanswered(ctx context.Context, method string, err error) error {
+	if method != http.MethodGet && ctx.Err() == nil {
+		return fmt.Errorf("control: the running toolhost did not answer (%w); it may have stopped while handling the request, so whether it took effect is unknown: check with `toolhost plugin list` or `toolhost audit list --since 10m` before you retry, and start `toolhost serve` again if it is not running", err)
+	}
+	return fmt.Errorf("control: the running toolhost did not answer: %w", err)
 }
 
 // notAnAnswer describes a reply that is not the API's JSON: the router's

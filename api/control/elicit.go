@@ -11,6 +11,7 @@ import (
 	"net/url"
 	"strconv"
 	"sync"
+	"time"
 
 	"github.com/toolhost/toolhost/host"
 	"github.com/toolhost/toolhost/host/govern"
@@ -176,9 +177,24 @@ func (c *Client) callStreamed(ctx context.Context, path string, args []byte, sin
 	}
 	resp, err := c.hc.Do(req)
 	if err != nil {
-		return nil, fmt.Errorf("control: the running toolhost did not answer: %w", err)
+		return nil, unanswered(ctx, http.MethodPost, err)
 	}
 	defer resp.Body.Close()
+	// The questions being asked end with the call: their ctx is cancelled
+	// and they are given a moment to return, so that what an Elicitor
+	// does at once (a hint on a terminal) is done before the caller
+	// carries on (and, for the CLI, exits).
+	actx, cancelAsks := context.WithCancel(ctx)
+	var asks sync.WaitGroup
+	defer func() {
+		cancelAsks()
+		done := make(chan struct{})
+		go func() { asks.Wait(); close(done) }()
+		select {
+		case <-done:
+		case <-time.After(time.Second):
+		}
+	}()
 	sc := bufio.NewScanner(resp.Body)
 	sc.Buffer(make([]byte, 64<<10), 64<<20)
 	events := 0
@@ -195,7 +211,7 @@ func (c *Client) callStreamed(ctx context.Context, path string, args []byte, sin
 			continue
 		case line.Ask != nil:
 			if ask != nil {
-				go c.answerQuestion(ctx, ask, *line.Ask)
+				asks.Go(func() { c.answerQuestion(actx, ask, *line.Ask) })
 			}
 			continue
 		}

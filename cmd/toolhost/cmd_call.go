@@ -1,12 +1,16 @@
 package main
 
 import (
+	"context"
+	"errors"
 	"fmt"
 	"io"
 
 	"github.com/spf13/cobra"
 
+	"github.com/toolhost/toolhost/api/control"
 	"github.com/toolhost/toolhost/host"
+	"github.com/toolhost/toolhost/host/govern"
 )
 
 func newCallCmd(g *globalOptions) *cobra.Command {
@@ -38,7 +42,11 @@ and the exit code is 4 (tool failed or arguments invalid) or 5 (no such tool).`,
 			defer closeHost()
 			// Ctrl-C cancels cmd.Context(); through the control socket
 			// that cancels the call in the running host too.
-			res, err := api.Call(host.WithEntry(cmd.Context(), host.EntryCLI), args[0], input)
+			ctx := host.WithEntry(cmd.Context(), host.EntryCLI)
+			if _, remote := api.(*control.Client); remote {
+				ctx = govern.WithElicitor(ctx, g.approvalHint)
+			}
+			res, err := api.Call(ctx, args[0], input)
 			if err != nil {
 				return err
 			}
@@ -46,4 +54,14 @@ and the exit code is 4 (tool failed or arguments invalid) or 5 (no such tool).`,
 			return err
 		},
 	}
+}
+
+// approvalHint is the Elicitor of a call made through a running host: the
+// caller is not asked (an operator decides, as the policy says), but is
+// told that the call waits and how it is decided, instead of waiting in
+// silence until the approval timeout.
+func (g *globalOptions) approvalHint(_ context.Context, p govern.Pending) (govern.Answer, error) {
+	fmt.Fprintf(g.stderr, "%s waits for a person's approval (id %s): decide with `toolhost approvals approve %s` or `toolhost approvals deny %s` in another terminal; Ctrl-C gives the call up\n",
+		terminalSafe(p.Tool), terminalSafe(p.ID), terminalSafe(p.ID), terminalSafe(p.ID))
+	return govern.Answer{}, errors.New("the CLI's caller is not asked: an operator decides")
 }
