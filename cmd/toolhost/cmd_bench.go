@@ -12,6 +12,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/toolhost/toolhost/api/control"
+	"github.com/toolhost/toolhost/store"
 )
 
 type benchOptions struct {
@@ -74,6 +75,18 @@ func (g *globalOptions) bench(ctx context.Context, tool string, o benchOptions) 
 		return err
 	}
 	defer closeAPI()
+	// A tool whose every call waits for a person cannot be measured: each
+	// caller would sit in the approval queue (silently, or until the
+	// approval timeout denies it) instead of calling.
+	if gov, ok := api.(control.Governance); ok {
+		if v, err := gov.Policy(ctx); err == nil {
+			for _, e := range v.Tools {
+				if e.Tool == tool && e.Action == store.PolicyAsk {
+					return fmt.Errorf("%s needs a person's approval for every call (policy %s, %s), so bench would measure people, not the tool: benchmark it in a home where its policy is allow", tool, e.Action, e.Source)
+				}
+			}
+		}
+	}
 	// One call first: a tool that does not exist or whose arguments are
 	// refused fails here with its own error, not as N errors.
 	if _, err := api.Call(ctx, tool, []byte(o.args)); err != nil {
