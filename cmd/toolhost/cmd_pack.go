@@ -36,6 +36,7 @@ a deterministic bundle holding the manifest and the wasm named by it.`,
 			}
 			m := b.Manifest()
 			fmt.Fprintf(g.stdout, "packed %s %s (%s, wasm %d bytes) -> %s\ndigest: %s\n", m.Name, m.Version, plural(len(m.Tools), "tool"), len(b.Wasm), out, b.Digest())
+			warnSchemas(g, m)
 			return nil
 		},
 	}
@@ -50,4 +51,15 @@ func outputPathError(err error) error {
 		return fmt.Errorf("%w: give -o the path of the bundle file to write", err)
 	}
 	return err
+}
+
+// warnSchemas tells a plugin's author about a tool no call can pass (its
+// schema requires a property it also forbids): valid JSON Schema, so not
+// refused, but surely not what was meant.
+func warnSchemas(g *globalOptions, m *plugin.Manifest) {
+	for _, t := range m.Tools {
+		for _, u := range plugin.UnsatisfiableRequired(t.Parameters) {
+			fmt.Fprintf(g.stderr, "warning: tool %s: no call can pass its parameter schema: %s; define the property or leave it out of required\n", terminalSafe(t.Name), terminalSafe(u))
+		}
+	}
 }

@@ -55,4 +55,5 @@ func printBuild(g *globalOptions, res authoring.BuildResult) {
 	fmt.Fprintf(g.stdout, "built %s %s (%s, wasm %d bytes, %s) in %s -> %s\n  tools: %s\n  digest: %s\n",
 		m.Name, m.Version, res.Lang, len(res.Bundle.Wasm), plural(len(m.Tools), "tool"),
 		res.Duration.Round(time.Millisecond), res.Output, strings.Join(tools, ", "), res.Bundle.Digest())
+	warnSchemas(g, m)
 }

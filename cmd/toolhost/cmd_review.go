@@ -82,6 +82,9 @@ func review(w io.Writer, b *plugin.Bundle) error {
 		if loc := suspicious.FindString(t.Description); loc != "" {
 			warnings = append(warnings, fmt.Sprintf("tool %s: description contains %q: read it as an instruction to the model, not a description", t.Name, loc))
 		}
+		for _, u := range plugin.UnsatisfiableRequired(t.Parameters) {
+			warnings = append(warnings, fmt.Sprintf("tool %s: no call can pass its parameter schema: %s", t.Name, visible(u)))
+		}
 		if len(t.Description) > 1024 {
 			warnings = append(warnings, fmt.Sprintf("tool %s: description is %d bytes long; long descriptions can hide instructions", t.Name, len(t.Description)))
 		}

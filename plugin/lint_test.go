@@ -1,0 +1,34 @@
+package plugin
+
+import (
+	"encoding/json"
+	"reflect"
+	"testing"
+)
+
+func TestUnsatisfiableRequired(t *testing.T) {
+	cases := []struct {
+		name, schema string
+		want         []string
+	}{
+		{"fine", `{"type":"object","properties":{"a":{}},"required":["a"],"additionalProperties":false}`, nil},
+		{"open object", `{"type":"object","properties":{},"required":["a"]}`, nil},
+		{"additionalProperties true", `{"type":"object","required":["a"],"additionalProperties":true}`, nil},
+		{"top level", `{"type":"object","properties":{"a":{}},"required":["a","b"],"additionalProperties":false}`,
+			[]string{`the arguments: "b" is required, but properties does not define it and additionalProperties is false`}},
+		{"no properties at all", `{"type":"object","required":["x"],"additionalProperties":false}`,
+			[]string{`the arguments: "x" is required, but properties does not define it and additionalProperties is false`}},
+		{"nested and in items", `{"type":"object","properties":{"f":{"type":"object","required":["q"],"additionalProperties":false},"l":{"type":"array","items":{"type":"object","properties":{},"required":["z"],"additionalProperties":false}}}}`,
+			[]string{
+				`/properties/f: "q" is required, but properties does not define it and additionalProperties is false`,
+				`/properties/l/items: "z" is required, but properties does not define it and additionalProperties is false`,
+			}},
+		{"not JSON", `{`, nil},
+		{"required not strings", `{"required":[1,null],"additionalProperties":false}`, nil},
+	}
+	for _, c := range cases {
+		if got := UnsatisfiableRequired(json.RawMessage(c.schema)); !reflect.DeepEqual(got, c.want) {
+			t.Errorf("%s: got %q, want %q", c.name, got, c.want)
+		}
+	}
+}
