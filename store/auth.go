@@ -20,7 +20,8 @@ import (
 // authenticatedPrefixes are the record kinds whose loss or change would
 // weaken security without any signature noticing: which keys are trusted,
 // which are revoked, the threshold, the rollback high-water marks, the
-// quarantine and the approval policy rules. Every write reseals them and every read of one of them checks
+// quarantine, the approval policy rules, plugin settings and the change
+// journal (journal.go). Every write reseals them and every read of one of them checks
 // the seal, so damage or an edit made outside toolhost fails closed.
 //
 // To authenticate a new kind of record, add its key prefix here (one line);
@@ -35,6 +36,7 @@ var authenticatedPrefixes = []string{
 	policyRulePrefix,
 	configPrefix,
 	secretPrefix,
+	journalPrefix,
 }
 
 // sealKey holds the MAC over every authenticated record. It is not itself

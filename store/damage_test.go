@@ -89,6 +89,9 @@ func TestSecurityStateEditedOutsideToolhostFailsClosed(t *testing.T) {
 			return txn.Set([]byte("policy/rule/a_*"), []byte(`{"pattern":"a_*","action":"allow"}`))
 		},
 		"seal deleted": func(txn *badger.Txn) error { return txn.Delete([]byte("auth/seal")) },
+		// An unrecorded change must not be hidden from the next start.
+		"journal entry deleted": func(txn *badger.Txn) error { return txn.Delete([]byte("journal/e/00000000000000000004")) },
+		"journal mark raised":   func(txn *badger.Txn) error { return txn.Set([]byte("journal/recorded"), []byte("99")) },
 		"everything deleted": func(txn *badger.Txn) error {
 			it := txn.NewIterator(badger.DefaultIteratorOptions)
 			var keys [][]byte

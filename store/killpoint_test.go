@@ -65,8 +65,8 @@ func writer(dir string) int {
 // TestKillAtManyPoints runs installs in a child process, kills it with
 // SIGKILL at many points (from during its first Open to the middle of
 // later writes), and reopens the store each time: it must open with no
-// manual repair, hold every acknowledged write, and keep every
-// acknowledged revocation.
+// manual repair, hold every acknowledged write, keep every acknowledged
+// revocation, and hold a journal entry for exactly the changes in effect.
 func TestKillAtManyPoints(t *testing.T) {
 	// One store killed again and again, at growing delays.
 	n := killRounds(t, filepath.Join(t.TempDir(), "store"), []time.Duration{0, 2, 5, 10, 15, 20, 30, 40, 50, 65, 80, 100, 120, 150, 200, 250, 300, 450, 600})
@@ -118,6 +118,17 @@ func killRounds(t *testing.T, dir string, delays []time.Duration) int {
 		ts, err := st.TrustSet()
 		if err != nil {
 			t.Fatalf("round %d: trust set: %v", round, err)
+		}
+		// Each change in effect has its journal entry and no entry lacks
+		// its change: the writer's changes are installs, trust adds and
+		// revocations, one entry each, whatever the kill cut.
+		ps, err := st.Plugins()
+		if err != nil {
+			t.Fatalf("round %d: plugins: %v", round, err)
+		}
+		if seq, err := st.JournalSeq(); err != nil || seq != uint64(len(ps)+len(ts.Keys)+len(ts.Revoked)) {
+			t.Fatalf("round %d: journal seq %d (%v), but %d installs, %d trusted keys and %d revocations are in effect",
+				round, seq, err, len(ps), len(ts.Keys), len(ts.Revoked))
 		}
 		for i, id := range acked {
 			rec, err := st.Plugin("p" + strconv.Itoa(i))

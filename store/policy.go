@@ -66,7 +66,7 @@ func (s *Store) SetPolicy(r PolicyRule) error {
 		return fmt.Errorf("store: %w", err)
 	}
 	r.SetAt = r.SetAt.UTC()
-	return putJSON(s, policyRulePrefix+r.Pattern, r)
+	return putJSON(s, policyRulePrefix+r.Pattern, r, JournalEntry{Action: "policy_set", Subject: r.Pattern, Description: fmt.Sprintf("policy_set %s %s", r.Pattern, r.Action)})
 }
 
 // UnsetPolicy removes the rule for pattern.
@@ -81,7 +81,7 @@ func (s *Store) UnsetPolicy(pattern string) error {
 	if err != nil {
 		return fmt.Errorf("%w: no policy rule for %q (see `toolhost policy list`)", err, pattern)
 	}
-	return deleteKey(s, policyRulePrefix+pattern)
+	return deleteKey(s, policyRulePrefix+pattern, JournalEntry{Action: "policy_unset", Subject: pattern, Description: "policy_unset " + pattern})
 }
 
 // PolicyRules returns every rule, sorted by pattern. A record that does

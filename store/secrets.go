@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+	"strings"
 
 	badger "github.com/dgraph-io/badger/v4"
 	"golang.org/x/crypto/chacha20poly1305"
@@ -56,12 +57,68 @@ func (s *Store) Config(pluginName string) (map[string]string, error) {
 }
 
 // SetConfig replaces the configuration values of plugin; an empty map
-// removes them.
+// removes them. Its journal entry names the keys set or changed and the
+// keys removed, never a value (values can be addresses or account names
+// an operator would not put in a log; the audit log names keys only too).
 func (s *Store) SetConfig(pluginName string, values map[string]string) error {
-	if len(values) == 0 {
-		return deleteKey(s, configPrefix+pluginName)
+	val, err := json.Marshal(values)
+	if err != nil {
+		return fmt.Errorf("store: %w", err)
 	}
-	return putJSON(s, configPrefix+pluginName, values)
+	err = s.update(2*len(val)+256, func(txn *badger.Txn) error {
+		old := map[string]string{}
+		oerr := getJSON(txn, configPrefix+pluginName, &old)
+		if oerr != nil && !errors.Is(oerr, ErrNotFound) {
+			old = nil // unreadable: replaced, as before the journal
+		}
+		var werr error
+		if len(values) == 0 {
+			werr = txn.Delete([]byte(configPrefix + pluginName))
+		} else {
+			werr = txn.Set([]byte(configPrefix+pluginName), val)
+		}
+		if werr != nil {
+			return werr
+		}
+		return journal(txn, JournalEntry{Action: "config_set", Subject: pluginName, Description: configChange(pluginName, old, values)})
+	})
+	if err != nil {
+		return fmt.Errorf("store: %w", err)
+	}
+	return nil
+}
+
+// configChange describes a config change by key names: those set to a new
+// value and those removed. old is nil when the previous values could not
+// be read.
+func configChange(pluginName string, old, values map[string]string) string {
+	var set, unset []string
+	for k, v := range values {
+		if ov, ok := old[k]; !ok || ov != v {
+			set = append(set, k)
+		}
+	}
+	for k := range old {
+		if _, ok := values[k]; !ok {
+			unset = append(unset, k)
+		}
+	}
+	sort.Strings(set)
+	sort.Strings(unset)
+	d := "config_set " + pluginName
+	if len(set) > 0 {
+		d += " set " + strings.Join(set, ", ")
+	}
+	if len(unset) > 0 {
+		d += "; unset " + strings.Join(unset, ", ")
+	}
+	if len(set)+len(unset) == 0 {
+		d += " (no value changed)"
+	}
+	if old == nil {
+		d += " (the previous values could not be read)"
+	}
+	return d
 }
 
 func secretKey(pluginName, name string) string { return secretPrefix + pluginName + "/" + name }
@@ -95,7 +152,7 @@ func (s *Store) SetSecret(pluginName, name, value string) error {
 		return fmt.Errorf("store: %w", err)
 	}
 	rec := sealedSecret{Nonce: nonce, Ciphertext: aead.Seal(nil, nonce, []byte(value), secretAAD(pluginName, name))}
-	return putJSON(s, secretKey(pluginName, name), rec)
+	return putJSON(s, secretKey(pluginName, name), rec, JournalEntry{Action: "secret_set", Subject: pluginName, Description: fmt.Sprintf("secret_set %s %s", pluginName, name)})
 }
 
 // RemoveSecret removes plugin's secret name.
@@ -107,7 +164,7 @@ func (s *Store) RemoveSecret(pluginName, name string) error {
 	if i := sort.SearchStrings(names, name); i == len(names) || names[i] != name {
 		return SecretNotSetError(pluginName, name)
 	}
-	return deleteKey(s, secretKey(pluginName, name))
+	return deleteKey(s, secretKey(pluginName, name), JournalEntry{Action: "secret_remove", Subject: pluginName, Description: fmt.Sprintf("secret_remove %s %s", pluginName, name)})
 }
 
 // SecretNotSetError is RemoveSecret's error for a secret without a value

@@ -227,7 +227,7 @@ func (s *Store) PutPlugin(rec PluginRecord, wasm []byte, mark HighWaterMark) err
 		return fmt.Errorf("store: %w", err)
 	}
 	markVal := mark.encode()
-	err = s.update(len(wasm)+len(val)+len(markVal), func(txn *badger.Txn) error {
+	err = s.update(len(wasm)+len(val)+len(markVal)+256, func(txn *badger.Txn) error {
 		blobKey := []byte(blobPrefix + rec.WasmSHA256)
 		if _, err := txn.Get(blobKey); errors.Is(err, badger.ErrKeyNotFound) {
 			if err := txn.Set(blobKey, wasm); err != nil {
@@ -248,7 +248,11 @@ func (s *Store) PutPlugin(rec PluginRecord, wasm []byte, mark HighWaterMark) err
 		if err := txn.Delete([]byte(quarantinePrefix + rec.Name)); err != nil {
 			return err
 		}
-		return txn.Set([]byte(highWaterPrefix+rec.Name), markVal)
+		if err := txn.Set([]byte(highWaterPrefix+rec.Name), markVal); err != nil {
+			return err
+		}
+		return journal(txn, JournalEntry{Action: "install", Subject: rec.Name,
+			Description: fmt.Sprintf("install %s %s %s", rec.Name, rec.Version, rec.Digest)})
 	})
 	if err != nil {
 		return fmt.Errorf("store: install %s: %w", rec.Name, err)
@@ -260,7 +264,7 @@ func (s *Store) PutPlugin(rec PluginRecord, wasm []byte, mark HighWaterMark) err
 // stored digest must be digest: the same content, signed again. Nothing
 // else of the record changes, and the write is one transaction.
 func (s *Store) SetSignatures(name string, digest signing.Digest, signatures []byte) error {
-	err := s.update(len(signatures), func(txn *badger.Txn) error {
+	err := s.update(len(signatures)+256, func(txn *badger.Txn) error {
 		var rec PluginRecord
 		if err := getJSON(txn, pluginPrefix+name, &rec); err != nil {
 			if errors.Is(err, ErrNotFound) {
@@ -276,7 +280,11 @@ func (s *Store) SetSignatures(name string, digest signing.Digest, signatures []b
 		if err != nil {
 			return err
 		}
-		return txn.Set([]byte(pluginPrefix+name), val)
+		if err := txn.Set([]byte(pluginPrefix+name), val); err != nil {
+			return err
+		}
+		return journal(txn, JournalEntry{Action: "install", Subject: name,
+			Description: fmt.Sprintf("install %s %s %s with new signatures (same content)", name, rec.Version, rec.Digest)})
 	})
 	if err != nil {
 		return fmt.Errorf("store: update the signatures of %s: %w", name, err)
@@ -359,7 +367,7 @@ func (s *Store) Blob(sha string) ([]byte, error) {
 
 // RemovePlugin deletes an installed plugin. Its high-water mark stays.
 func (s *Store) RemovePlugin(name string) error {
-	return s.update(0, func(txn *badger.Txn) error {
+	return s.update(256, func(txn *badger.Txn) error {
 		var rec PluginRecord
 		if err := getJSON(txn, pluginPrefix+name, &rec); err != nil {
 			if errors.Is(err, ErrNotFound) {
@@ -375,7 +383,14 @@ func (s *Store) RemovePlugin(name string) error {
 		if err := txn.Delete([]byte(quarantinePrefix + name)); err != nil {
 			return err
 		}
-		return txn.Delete([]byte(pluginPrefix + name))
+		if err := txn.Delete([]byte(pluginPrefix + name)); err != nil {
+			return err
+		}
+		desc := "remove " + name
+		if rec.Version != "" {
+			desc += fmt.Sprintf(" (%s %s)", rec.Version, rec.Digest)
+		}
+		return journal(txn, JournalEntry{Action: "remove", Subject: name, Description: desc})
 	})
 }
 
@@ -433,19 +448,35 @@ func iterate(txn *badger.Txn, prefix string, fn func(key string, val []byte) err
 	return nil
 }
 
-func putJSON(s *Store, key string, v any) error {
+// putJSON sets key to v as the operator's change e (journal), in one
+// transaction.
+func putJSON(s *Store, key string, v any, e JournalEntry) error {
 	val, err := json.Marshal(v)
 	if err != nil {
 		return err
 	}
-	if err := s.update(len(val), func(txn *badger.Txn) error { return txn.Set([]byte(key), val) }); err != nil {
+	err = s.update(len(val)+len(e.Description)+128, func(txn *badger.Txn) error {
+		if err := txn.Set([]byte(key), val); err != nil {
+			return err
+		}
+		return journal(txn, e)
+	})
+	if err != nil {
 		return fmt.Errorf("store: %w", err)
 	}
 	return nil
 }
 
-func deleteKey(s *Store, key string) error {
-	if err := s.update(0, func(txn *badger.Txn) error { return txn.Delete([]byte(key)) }); err != nil {
+// deleteKey deletes key as the operator's change e (journal), in one
+// transaction.
+func deleteKey(s *Store, key string, e JournalEntry) error {
+	err := s.update(len(e.Description)+128, func(txn *badger.Txn) error {
+		if err := txn.Delete([]byte(key)); err != nil {
+			return err
+		}
+		return journal(txn, e)
+	})
+	if err != nil {
 		return fmt.Errorf("store: %w", err)
 	}
 	return nil

@@ -47,7 +47,7 @@ func (s *Store) AddTrustedKey(k curator.TrustedKey) error {
 	if err != nil {
 		return err
 	}
-	err = s.update(len(val), func(txn *badger.Txn) error {
+	err = s.update(len(val)+256, func(txn *badger.Txn) error {
 		same := false
 		if err := iterate(txn, trustKeyPrefix, func(key string, v []byte) error {
 			var j trustedKeyJSON
@@ -66,9 +66,12 @@ func (s *Store) AddTrustedKey(k curator.TrustedKey) error {
 			}
 			return nil
 		}); err != nil || same {
+			return err // same: nothing changes, nothing is journaled
+		}
+		if err := txn.Set([]byte(trustKeyPrefix+id.String()), val); err != nil {
 			return err
 		}
-		return txn.Set([]byte(trustKeyPrefix+id.String()), val)
+		return journal(txn, JournalEntry{Action: "trust_add", Subject: id.String(), Description: fmt.Sprintf("trust_add %s curator %s", id, k.Name)})
 	})
 	if err != nil && !errors.Is(err, ErrTrustConflict) {
 		return fmt.Errorf("store: %w", err)
@@ -85,12 +88,12 @@ func (s *Store) RemoveTrustedKey(id signing.KeyID) error {
 	if _, ok := ts.Keys[id]; !ok {
 		return fmt.Errorf("%w: key %s is not in the trust store (see `toolhost trust list`)", ErrNotFound, id)
 	}
-	return deleteKey(s, trustKeyPrefix+id.String())
+	return deleteKey(s, trustKeyPrefix+id.String(), JournalEntry{Action: "trust_remove", Subject: id.String(), Description: "trust_remove " + id.String()})
 }
 
 // Revoke marks a key as revoked.
 func (s *Store) Revoke(id signing.KeyID, at time.Time) error {
-	return putJSON(s, trustRevokedPrefix+id.String(), at.UTC())
+	return putJSON(s, trustRevokedPrefix+id.String(), at.UTC(), JournalEntry{Action: "trust_revoke", Subject: id.String(), Description: "trust_revoke " + id.String()})
 }
 
 // Unrevoke lifts a revocation.
@@ -102,7 +105,7 @@ func (s *Store) Unrevoke(id signing.KeyID) error {
 	if _, ok := ts.Revoked[id]; !ok {
 		return fmt.Errorf("%w: key %s is not revoked", ErrNotFound, id)
 	}
-	return deleteKey(s, trustRevokedPrefix+id.String())
+	return deleteKey(s, trustRevokedPrefix+id.String(), JournalEntry{Action: "trust_unrevoke", Subject: id.String(), Description: "trust_unrevoke " + id.String()})
 }
 
 // SetThreshold sets how many distinct trusted curators must sign a plugin.
@@ -110,7 +113,7 @@ func (s *Store) SetThreshold(n int) error {
 	if n < 1 || n > 16 {
 		return fmt.Errorf("store: threshold %d out of range: use 1 to 16", n)
 	}
-	return putJSON(s, trustPolicyKey, policyJSON{Threshold: n})
+	return putJSON(s, trustPolicyKey, policyJSON{Threshold: n}, JournalEntry{Action: "trust_threshold", Subject: fmt.Sprint(n), Description: fmt.Sprintf("trust_threshold %d", n)})
 }
 
 // TrustSet reads the whole trust state in one consistent snapshot.
