@@ -37,9 +37,10 @@ type PolicyView struct {
 }
 
 // Governed is the management API of the process that holds the store, with
-// governance: every change (install, remove, trust) is appended to the
-// audit log before it is reported, and the Governor answers policy and
-// approval requests. Handler serves its Governance routes too.
+// governance: every change (install, remove, trust, settings) is appended
+// to the audit log before it is reported, with the store's journal number
+// of the change (audit.Recorder.Journaled), and the Governor answers
+// policy and approval requests. Handler serves its Governance routes too.
 type Governed struct {
 	API
 	H     *host.Host
@@ -55,57 +56,67 @@ var (
 	_ Governance = (*Client)(nil)
 )
 
-// audit records a change that succeeded; a change that cannot be recorded
-// is reported as an error (it happened, but the log does not show it).
-func (g *Governed) audit(err error, action, subject, detail string) error {
-	if err != nil || g.Audit == nil {
+// journaled makes a change and records it in the audit log
+// (audit.Recorder.Journaled): change makes it and returns the record's
+// action, subject and detail with its error. The record is durable before
+// the change is reported; a change made but not recorded is an error.
+func (g *Governed) journaled(change func() (action, subject, detail string, err error)) error {
+	if g.Audit == nil {
+		_, _, _, err := change()
 		return err
 	}
-	if aerr := g.Audit.Change(action, subject, detail, g.Actor); aerr != nil {
-		return fmt.Errorf("%s %s done, but not recorded in the audit log: %w", action, subject, aerr)
-	}
-	return nil
+	return g.Audit.Journaled(g.Actor, change)
+}
+
+// change is a change of a fixed action, subject and detail for journaled.
+func change(action, subject, detail string, do func() error) func() (string, string, string, error) {
+	return func() (string, string, string, error) { return action, subject, detail, do() }
 }
 
 func (g *Governed) Install(ctx context.Context, b *plugin.Bundle, opts host.InstallOptions) (host.InstallReport, error) {
-	rep, err := g.API.Install(ctx, b, opts)
-	if err != nil || rep.Unchanged {
-		return rep, err
-	}
-	detail := fmt.Sprintf("version %s, digest %s, signed by %v", rep.Version, rep.Digest, rep.Decision.Signers)
-	switch {
-	case rep.SignaturesUpdated:
-		// The same content signed again: recorded as the install it is,
-		// with the signers it had before.
-		detail += fmt.Sprintf(", signatures updated (before: signed by %v)", rep.Previous.Signers)
-	case rep.Previous != nil:
-		detail += fmt.Sprintf(", replacing version %s (%s)", rep.Previous.Version, rep.Previous.Digest)
-	}
-	return rep, g.audit(nil, "install", rep.Name, detail)
+	var rep host.InstallReport
+	err := g.journaled(func() (string, string, string, error) {
+		var err error
+		rep, err = g.API.Install(ctx, b, opts)
+		if rep.Unchanged {
+			return "", "", "", err // nothing to record
+		}
+		detail := fmt.Sprintf("version %s, digest %s, signed by %v", rep.Version, rep.Digest, rep.Decision.Signers)
+		switch {
+		case rep.SignaturesUpdated:
+			// The same content signed again: recorded as the install it is,
+			// with the signers it had before.
+			detail += fmt.Sprintf(", signatures updated (before: signed by %v)", rep.Previous.Signers)
+		case rep.Previous != nil:
+			detail += fmt.Sprintf(", replacing version %s (%s)", rep.Previous.Version, rep.Previous.Digest)
+		}
+		return "install", rep.Name, detail, err
+	})
+	return rep, err
 }
 
 func (g *Governed) Remove(ctx context.Context, name string) error {
-	return g.audit(g.API.Remove(ctx, name), "remove", name, "")
+	return g.journaled(change("remove", name, "", func() error { return g.API.Remove(ctx, name) }))
 }
 
 func (g *Governed) AddTrustedKey(ctx context.Context, name string, key signing.PublicKey) error {
-	return g.audit(g.API.AddTrustedKey(ctx, name, key), "trust_add", key.ID().String(), "curator "+name)
+	return g.journaled(change("trust_add", key.ID().String(), "curator "+name, func() error { return g.API.AddTrustedKey(ctx, name, key) }))
 }
 
 func (g *Governed) RemoveTrustedKey(ctx context.Context, id signing.KeyID) error {
-	return g.audit(g.API.RemoveTrustedKey(ctx, id), "trust_remove", id.String(), "")
+	return g.journaled(change("trust_remove", id.String(), "", func() error { return g.API.RemoveTrustedKey(ctx, id) }))
 }
 
 func (g *Governed) Revoke(ctx context.Context, id signing.KeyID) error {
-	return g.audit(g.API.Revoke(ctx, id), "trust_revoke", id.String(), "")
+	return g.journaled(change("trust_revoke", id.String(), "", func() error { return g.API.Revoke(ctx, id) }))
 }
 
 func (g *Governed) Unrevoke(ctx context.Context, id signing.KeyID) error {
-	return g.audit(g.API.Unrevoke(ctx, id), "trust_unrevoke", id.String(), "")
+	return g.journaled(change("trust_unrevoke", id.String(), "", func() error { return g.API.Unrevoke(ctx, id) }))
 }
 
 func (g *Governed) SetThreshold(ctx context.Context, n int) error {
-	return g.audit(g.API.SetThreshold(ctx, n), "trust_threshold", fmt.Sprint(n), "")
+	return g.journaled(change("trust_threshold", fmt.Sprint(n), "", func() error { return g.API.SetThreshold(ctx, n) }))
 }
 
 // Policy lists the rules and the effective policy of every installed tool.

@@ -34,7 +34,6 @@ func (g *Governed) Config(_ context.Context, plugin string) (map[string]string, 
 }
 
 func (g *Governed) SetConfig(_ context.Context, plugin string, set map[string]string, unset []string) (map[string]string, error) {
-	cfg, err := g.H.SetConfig(plugin, set, unset)
 	var keys []string
 	for k := range set {
 		keys = append(keys, k)
@@ -44,7 +43,12 @@ func (g *Governed) SetConfig(_ context.Context, plugin string, set map[string]st
 	if len(unset) > 0 {
 		detail += "; unset " + strings.Join(unset, ", ")
 	}
-	return cfg, g.audit(err, "config_set", plugin, detail)
+	var cfg map[string]string
+	err := g.journaled(change("config_set", plugin, detail, func() (err error) {
+		cfg, err = g.H.SetConfig(plugin, set, unset)
+		return err
+	}))
+	return cfg, err
 }
 
 func (g *Governed) Secrets(_ context.Context, plugin string) ([]host.SecretStatus, error) {
@@ -52,11 +56,11 @@ func (g *Governed) Secrets(_ context.Context, plugin string) ([]host.SecretStatu
 }
 
 func (g *Governed) SetSecret(_ context.Context, plugin, name, value string) error {
-	return g.audit(g.H.SetSecret(plugin, name, value), "secret_set", plugin, "secret "+name)
+	return g.journaled(change("secret_set", plugin, "secret "+name, func() error { return g.H.SetSecret(plugin, name, value) }))
 }
 
 func (g *Governed) RemoveSecret(_ context.Context, plugin, name string) error {
-	return g.audit(g.H.RemoveSecret(plugin, name), "secret_remove", plugin, "secret "+name)
+	return g.journaled(change("secret_remove", plugin, "secret "+name, func() error { return g.H.RemoveSecret(plugin, name) }))
 }
 
 // configChange is the body of PUT /v1/plugins/{name}/config.

@@ -62,7 +62,9 @@ func storeExisted(dir string) bool {
 	return !errors.Is(err, io.EOF) && !(err == nil && len(names) == 0)
 }
 
-// openGovernance opens the audit log and the Governor over st. The host is
+// openGovernance opens the audit log, records in it the changes st made
+// that it does not hold (audit.Reconcile), and opens the Governor over
+// st. The host is
 // attached with attach once it exists; until then no hooks run. kept, when
 // set, says why a log must already be there (audit.OpenKept): the store
 // existed before this open.
@@ -80,7 +82,15 @@ func (g *globalOptions) openGovernance(st *store.Store, kept string) (*governanc
 	if err != nil {
 		return nil, fmt.Errorf("%w; toolhost keeps its audit log in the home directory and does not run without it", err)
 	}
-	gv := &governance{log: l, rec: &audit.Recorder{Log: l, LogArguments: g.logArguments, Logger: g.logger}}
+	// Before anything is served: the changes a process killed between a
+	// store change and its record left unrecorded are recorded now.
+	if n, err := audit.Reconcile(l, st); err != nil {
+		l.Close()
+		return nil, fmt.Errorf("%w; toolhost records every change to the store in its audit log and does not run while it cannot", err)
+	} else if n > 0 {
+		g.logger.Warn("audit: recorded changes the store made but the audit log did not hold (toolhost stopped between the two); see `toolhost audit list`", "records", n)
+	}
+	gv := &governance{log: l, rec: &audit.Recorder{Log: l, LogArguments: g.logArguments, Logger: g.logger, Journal: st}}
 	timeout := g.approvalTimeout
 	if timeout == 0 {
 		// Only serve has --approval-timeout (validated there); mcp, when it

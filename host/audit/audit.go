@@ -107,12 +107,17 @@ type Record struct {
 
 	// Changes: install, remove, trust_add, trust_remove, trust_revoke,
 	// trust_unrevoke, trust_threshold, policy_set, policy_unset,
-	// approval_approve, approval_deny, approval_timeout; the log's own:
-	// audit_repair, audit_unchecked_start.
+	// config_set, secret_set, secret_remove, approval_approve,
+	// approval_deny, approval_timeout; the log's own: audit_repair,
+	// audit_unchecked_start.
 	Action  string `json:"action,omitempty"`
 	Subject string `json:"subject,omitempty"`
 	Detail  string `json:"detail,omitempty"`
 	Actor   string `json:"actor,omitempty"`
+	// StoreSeq is the store's change journal number of the change the
+	// record accounts for (store.JournalEntry.Seq), for changes the store
+	// made; 0 (left out) otherwise. See journal.go.
+	StoreSeq uint64 `json:"store_seq,omitempty"`
 
 	Hash string `json:"hash"`
 }
@@ -124,7 +129,7 @@ var recordShape = strictjson.Object{
 	"decided_by": strictjson.Any{}, "outcome": strictjson.Any{}, "message": strictjson.Any{},
 	"duration_ms": strictjson.Any{}, "waited_ms": strictjson.Any{},
 	"action": strictjson.Any{}, "subject": strictjson.Any{}, "detail": strictjson.Any{}, "actor": strictjson.Any{},
-	"hash": strictjson.Any{},
+	"store_seq": strictjson.Any{}, "hash": strictjson.Any{},
 }
 
 var hashRE = regexp.MustCompile(`^[0-9a-f]{64}$`)

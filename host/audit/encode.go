@@ -96,6 +96,9 @@ func appendRecord(dst []byte, r *Record) (_ []byte, ok bool) {
 			dst = appendJSONString(append(dst, m.key...), m.value)
 		}
 	}
+	if r.StoreSeq != 0 {
+		dst = strconv.AppendUint(append(dst, `,"store_seq":`...), r.StoreSeq, 10)
+	}
 	return append(dst, '}'), true
 }
 

@@ -48,30 +48,42 @@ func RecentFile(path string, filt Filter) ([]Record, error) {
 }
 
 func recent(r io.ReaderAt, size int64, filt Filter, chunk int) ([]Record, error) {
-	var (
-		out   []Record // newest first
-		carry []byte   // the start of the file's unread part ends with this line's beginning
-		back  int      // complete lines read, counted from the end
-	)
+	var out []Record // newest first
 	stop := time.Time{}
 	if !filt.Since.IsZero() {
 		stop = filt.Since.Add(-clockSlack)
 	}
-	// each handles one complete line; done reports that nothing older can
-	// match.
-	each := func(line []byte) (done bool, err error) {
+	err := scanBack(r, size, chunk, func(rec Record) bool {
+		if !stop.IsZero() && rec.Time.Before(stop) {
+			return true
+		}
+		if filt.match(rec) {
+			out = append(out, rec)
+		}
+		return filt.Limit > 0 && len(out) >= filt.Limit
+	})
+	if err != nil {
+		return nil, err
+	}
+	return reverse(out), nil
+}
+
+// scanBack reads the log in r (size bytes long) from its end backwards,
+// chunk bytes at a time, and hands each complete record to each, newest
+// first, until each says it is done. An incomplete last line (a write in
+// progress) is left out. It does not verify the chain (Verify does).
+func scanBack(r io.ReaderAt, size int64, chunk int, each func(Record) (done bool)) error {
+	var (
+		carry []byte // the start of the file's unread part ends with this line's beginning
+		back  int    // complete lines read, counted from the end
+	)
+	line1 := func(line []byte) (done bool, err error) {
 		back++
 		var rec Record
 		if err := json.Unmarshal(line, &rec); err != nil {
 			return true, fmt.Errorf("audit log broken %d lines before its end: not a JSON record: %v; `toolhost audit verify` names the damaged line", back, err)
 		}
-		if !stop.IsZero() && rec.Time.Before(stop) {
-			return true, nil
-		}
-		if filt.match(rec) {
-			out = append(out, rec)
-		}
-		return filt.Limit > 0 && len(out) >= filt.Limit, nil
+		return each(rec), nil
 	}
 	torn := true // what is read until the last newline is an incomplete last line
 	for pos := size; pos > 0; {
@@ -82,7 +94,7 @@ func recent(r io.ReaderAt, size int64, filt Filter, chunk int) ([]Record, error)
 		pos -= n
 		buf := make([]byte, int(n), int(n)+len(carry))
 		if _, err := r.ReadAt(buf, pos); err != nil && err != io.EOF {
-			return nil, err
+			return err
 		}
 		data := append(buf, carry...)
 		if torn {
@@ -105,20 +117,17 @@ func recent(r io.ReaderAt, size int64, filt Filter, chunk int) ([]Record, error)
 			if len(line) == 0 {
 				continue
 			}
-			done, err := each(line)
-			if err != nil {
-				return nil, err
-			}
-			if done {
-				return reverse(out), nil
+			done, err := line1(line)
+			if err != nil || done {
+				return err
 			}
 		}
 		carry = append(carry[:0:0], data[:end]...)
 		if len(carry) > MaxLineBytes+1 {
-			return nil, fmt.Errorf("audit log broken %d lines before its end: a line longer than %d bytes; `toolhost audit verify` names the damaged line", back+1, MaxLineBytes)
+			return fmt.Errorf("audit log broken %d lines before its end: a line longer than %d bytes; `toolhost audit verify` names the damaged line", back+1, MaxLineBytes)
 		}
 	}
-	return reverse(out), nil
+	return nil
 }
 
 func (f Filter) match(rec Record) bool {

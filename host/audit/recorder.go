@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"log/slog"
+	"sync"
 	"time"
 
 	"github.com/toolhost/toolhost/host"
@@ -18,6 +19,15 @@ type Recorder struct {
 	// it only their sha256 is recorded.
 	LogArguments bool
 	Logger       *slog.Logger
+	// Journal is the store's change journal (journal.go): Journaled
+	// records the number of each change it makes. nil: its records carry
+	// none.
+	Journal Journal
+
+	// changeMu is held by Journaled from before its change to the store
+	// until the change's record is durable, so that the journal's number
+	// read after the change is that change's. Only Journaled takes it.
+	changeMu sync.Mutex
 }
 
 var _ host.CallObserver = (*Recorder)(nil)
@@ -55,8 +65,9 @@ func (r *Recorder) ObserveCall(_ context.Context, c host.CallRecord) {
 // call ran.
 func (r *Recorder) Err() error { return r.Log.Err() }
 
-// Change appends a change record (install, remove, trust_*, policy_*,
-// approval_*) and returns only once it is durable.
+// Change appends a change record that no store change stands behind
+// (approval_*; a change the store made goes through Journaled) and returns
+// only once it is durable.
 func (r *Recorder) Change(action, subject, detail, actor string) error {
 	_, err := r.Log.Append(Record{Kind: KindChange, Action: action, Subject: subject, Detail: detail, Actor: actor})
 	return err

@@ -20,7 +20,12 @@ import (
 
 // ChangeRecorder records changes durably (the audit log's Recorder).
 type ChangeRecorder interface {
+	// Change records a change the store did not make (an approval).
 	Change(action, subject, detail, actor string) error
+	// Journaled makes a change to the store with change and records it,
+	// with the store's journal number of the change, before it returns
+	// (audit.Recorder.Journaled).
+	Journaled(actor string, change func() (action, subject, detail string, err error)) error
 }
 
 // Options configure a Governor.
@@ -95,21 +100,37 @@ func (g *Governor) Rules() []store.PolicyRule {
 // SetPolicy stores a rule, records it in the audit log, and applies it to
 // the next call.
 func (g *Governor) SetPolicy(pattern, action, actor string) error {
-	if err := g.opts.Store.SetPolicy(store.PolicyRule{Pattern: pattern, Action: action, SetAt: time.Now()}); err != nil {
-		return err
-	}
-	return g.reload("policy_set", pattern, action, actor)
+	return g.journaled(actor, func() (string, string, string, error) {
+		err := g.opts.Store.SetPolicy(store.PolicyRule{Pattern: pattern, Action: action, SetAt: time.Now()})
+		if err == nil {
+			err = g.reload()
+		}
+		return "policy_set", pattern, action, err
+	})
 }
 
 // UnsetPolicy removes a rule.
 func (g *Governor) UnsetPolicy(pattern, actor string) error {
-	if err := g.opts.Store.UnsetPolicy(pattern); err != nil {
-		return err
-	}
-	return g.reload("policy_unset", pattern, "", actor)
+	return g.journaled(actor, func() (string, string, string, error) {
+		err := g.opts.Store.UnsetPolicy(pattern)
+		if err == nil {
+			err = g.reload()
+		}
+		return "policy_unset", pattern, "", err
+	})
 }
 
-func (g *Governor) reload(action, pattern, detail, actor string) error {
+// journaled runs a policy change and records it (ChangeRecorder.Journaled).
+func (g *Governor) journaled(actor string, change func() (string, string, string, error)) error {
+	if g.opts.Audit == nil {
+		_, _, _, err := change()
+		return err
+	}
+	return g.opts.Audit.Journaled(actor, change)
+}
+
+// reload reads the rules again after a change.
+func (g *Governor) reload() error {
 	rules, err := g.opts.Store.PolicyRules()
 	if err != nil {
 		return err
@@ -117,9 +138,6 @@ func (g *Governor) reload(action, pattern, detail, actor string) error {
 	g.mu.Lock()
 	g.rules = rules
 	g.mu.Unlock()
-	if g.opts.Audit != nil {
-		return g.opts.Audit.Change(action, pattern, detail, actor)
-	}
 	return nil
 }
 
