@@ -109,7 +109,7 @@ type Record struct {
 	// trust_unrevoke, trust_threshold, policy_set, policy_unset,
 	// config_set, secret_set, secret_remove, approval_approve,
 	// approval_deny, approval_timeout; the log's own: audit_repair,
-	// audit_unchecked_start.
+	// audit_unchecked_start, audit_journal_gap (journal.go).
 	Action  string `json:"action,omitempty"`
 	Subject string `json:"subject,omitempty"`
 	Detail  string `json:"detail,omitempty"`
