@@ -17,7 +17,10 @@
 // ErrTampered instead of trusting a revoked key or forgetting a high-water
 // mark; a panic inside badger on damaged files is returned as ErrCorrupt; a
 // write is refused with ErrNoSpace before it starts when the disk could fill
-// during it. What it does not do: protect against anyone who can read the
+// during it; every operator change adds an entry to a change journal in
+// its own transaction (journal.go), from which the audit log recovers the
+// record of a change whose process died before recording it. What it does
+// not do: protect against anyone who can read the
 // key file (they can reseal any state), or roll back to a consistent older
 // state by itself.
 package store
