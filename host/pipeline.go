@@ -112,6 +112,13 @@ func (h *Host) call(ctx context.Context, rec *CallRecord, args []byte) (json.Raw
 		if err != nil {
 			return nil, toolerr.As(err)
 		}
+		// The decision may have taken minutes (a person), and the
+		// plugin may have been removed, replaced or revoked meanwhile:
+		// it was made for the plugin the call found, so only that one,
+		// still allowed to run, runs it.
+		if l, terr = h.stillServed(ref, rec.Tool); terr != nil {
+			return nil, terr
+		}
 		if v.Arguments != nil {
 			if input, terr = h.arguments(ref, v.Arguments); terr != nil {
 				return nil, toolerr.Errorf(terr.Code, "the arguments as rewritten by %s: %s", v.DecidedBy, terr.Message)
@@ -148,6 +155,28 @@ func (h *Host) call(ctx context.Context, rec *CallRecord, args []byte) (json.Raw
 		}
 	}
 	return res, nil
+}
+
+// stillServed returns the plugin serving tool now when it is the one ref
+// was found in (same digest) and it may run; a Governor's decision, which
+// may wait for a person, was made for that plugin. The returned plugin is
+// the current one, holding the compiled module: the one ref holds was
+// unloaded by a reload meanwhile and would compile its module again.
+func (h *Host) stillServed(ref *toolRef, tool string) (*loaded, *toolerr.Error) {
+	old := ref.plugin
+	h.mu.RLock()
+	cur, ok := h.tools[tool]
+	h.mu.RUnlock()
+	if h.closed.Load() {
+		return nil, toolerr.Errorf(toolerr.CodeUnavailable, "tool %q did not run: the host serving it closed while the call was being decided; call again once it serves again", tool)
+	}
+	if !ok || cur.plugin.name != old.name || !cur.plugin.digest.Equal(old.digest) {
+		return nil, toolerr.Errorf(toolerr.CodeUnavailable, "tool %q did not run: plugin %s was removed or replaced (upgraded or reinstalled) while the call was being decided (waiting for approval or a hook), so what was decided is not what would run; call it again if it is still wanted", tool, old.name)
+	}
+	if err := cur.plugin.available(h.opts.Now(), h.opts.AllowUnsigned); err != nil {
+		return nil, toolerr.Errorf(toolerr.CodeUnavailable, "tool %q did not run: plugin %s can no longer run (%v), which changed while the call was being decided", tool, old.name, err)
+	}
+	return cur.plugin, nil
 }
 
 // engineError types an error from the engine, which should already be an
