@@ -102,8 +102,9 @@ type Approvals struct {
 }
 
 type waiter struct {
-	p      Pending
-	answer chan Answer // buffered 1: the first decision wins
+	p       Pending
+	answer  chan Answer // buffered 1: the first decision wins
+	decided bool        // under Approvals.mu: a decision took it
 }
 
 // Outcome of Ask.
@@ -118,7 +119,9 @@ type Outcome struct {
 // (then TimedOut, not approved). It returns ctx's error when the caller
 // goes away first, ErrTooManyPending (at once) when MaxPending calls
 // already wait, and ErrShuttingDown when Close is called before a decision
-// (or was called before Ask).
+// (or was called before Ask). Once the wait ended no decision is taken;
+// one taken as it ended (already audited, and reported to whoever decided)
+// is the outcome, with ctx's error too when the caller left.
 func (a *Approvals) Ask(ctx context.Context, p Pending) (Outcome, error) {
 	now := a.now()
 	p.ID = newID()
@@ -143,7 +146,7 @@ func (a *Approvals) Ask(ctx context.Context, p Pending) (Outcome, error) {
 	}
 	a.pending[p.ID] = w
 	a.mu.Unlock()
-	defer a.drop(p.ID)
+	// Every way out takes w out of pending: a decision (decide), or end.
 
 	timeout := a.Timeout
 	if timeout <= 0 {
@@ -164,23 +167,43 @@ func (a *Approvals) Ask(ctx context.Context, p Pending) (Outcome, error) {
 			a.decide(p.ID, ans)
 		}()
 	}
+	var ended error // why the wait ended without a decision
+	timedOut := false
 	select {
 	case ans := <-w.answer:
 		return Outcome{Answer: ans, Waited: a.now().Sub(now)}, nil
 	case <-timer.C:
-		return Outcome{TimedOut: true, Waited: a.now().Sub(now)}, nil
+		timedOut = true
 	case <-ctx.Done():
-		return Outcome{Waited: a.now().Sub(now)}, ctx.Err()
+		ended = ctx.Err()
 	case <-closing:
-		// A decision that won the race with Close still counts: it was
-		// audited (OnDecide) before it was sent.
-		select {
-		case ans := <-w.answer:
-			return Outcome{Answer: ans, Waited: a.now().Sub(now)}, nil
-		default:
-		}
-		return Outcome{Waited: a.now().Sub(now)}, ErrShuttingDown
+		ended = ErrShuttingDown
 	}
+	waited := a.now().Sub(now)
+	if !a.end(w) {
+		// A decision took the call first: the operator was told it
+		// counted and it was audited (OnDecide), so it is the outcome
+		// (its answer is on its way), whatever ended the wait just
+		// after; but a call whose caller left does not run.
+		if ctx.Err() == nil {
+			ended = nil
+		}
+		return Outcome{Answer: <-w.answer, Waited: a.now().Sub(now)}, ended
+	}
+	return Outcome{TimedOut: timedOut, Waited: waited}, ended
+}
+
+// end takes w out of the pending calls for an end that is not a decision
+// (timeout, caller gone, shutdown), after which Decide finds nothing. It
+// reports false when a decision took w first.
+func (a *Approvals) end(w *waiter) bool {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if w.decided {
+		return false
+	}
+	delete(a.pending, w.p.ID)
+	return true
 }
 
 // Close ends every wait at once with ErrShuttingDown and makes later Asks
@@ -203,12 +226,6 @@ func (a *Approvals) closingLocked() chan struct{} {
 		a.closing = make(chan struct{})
 	}
 	return a.closing
-}
-
-func (a *Approvals) drop(id string) {
-	a.mu.Lock()
-	delete(a.pending, id)
-	a.mu.Unlock()
 }
 
 // List returns the pending calls, oldest first.
@@ -237,6 +254,7 @@ func (a *Approvals) decide(id string, ans Answer) bool {
 	w, ok := a.pending[id]
 	if ok {
 		delete(a.pending, id) // the first decision wins
+		w.decided = true
 	}
 	a.mu.Unlock()
 	if !ok {

@@ -168,3 +168,89 @@ func TestApprovalsCloseEndsEveryWait(t *testing.T) {
 	}
 	a.Close() // twice is harmless
 }
+
+// A call whose wait ended (timeout, caller gone, shutdown) can no longer
+// be decided: a decision arriving as the wait ends either is refused
+// (ErrNoSuchApproval, nothing audited) or is the call's outcome. It used
+// to be accepted and audited as approved while the call went on as
+// timed out or cancelled, and the operator was told "approved".
+func TestDecisionAsTheWaitEndsIsNotLost(t *testing.T) {
+	for _, end := range []string{"timeout", "caller gone"} {
+		t.Run(end, func(t *testing.T) {
+			var audited []Answer
+			a := &Approvals{Timeout: time.Minute, OnDecide: func(_ Pending, ans Answer) { audited = append(audited, ans) }}
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			switch end {
+			case "timeout":
+				a.Timeout = time.Nanosecond
+			case "caller gone":
+				cancel()
+			}
+			// Now is read once as the wait starts and once as it ends; an
+			// operator's decision lands exactly in between the end and
+			// the call's return.
+			var reads int
+			var decideErr error
+			decided := false
+			a.Now = func() time.Time {
+				reads++
+				if reads == 2 {
+					if ps := a.List(); len(ps) > 0 {
+						decided, decideErr = true, a.Decide(ps[0].ID, true, "", "cli")
+					}
+				}
+				return time.Unix(0, 0)
+			}
+			out, err := a.Ask(ctx, Pending{Tool: "delete_note"})
+			if decided && decideErr == nil {
+				// The decision is the outcome; a caller who left still
+				// gets no run.
+				if (end == "caller gone") != (err != nil) || !out.Approve || out.TimedOut {
+					t.Fatalf("the operator was told approved (audited %+v), yet the call ended %+v, %v", audited, out, err)
+				}
+				return
+			}
+			if len(audited) != 0 {
+				t.Fatalf("a refused decision was audited: %+v", audited)
+			}
+			if err == nil && !out.TimedOut {
+				t.Fatalf("outcome %+v with no decision", out)
+			}
+		})
+	}
+}
+
+// A decision being recorded (OnDecide) when shutdown begins is the call's
+// outcome: the operator was told it counted and the audit log has it. The
+// wait used to look for it once, without waiting, and end the call as
+// "shutting down" when the decision had not been handed over yet.
+func TestDecisionInFlightAtShutdownCounts(t *testing.T) {
+	var a *Approvals
+	ended := make(chan struct{}) // the wait saw the shutdown
+	reads := 0
+	a = &Approvals{Timeout: time.Minute,
+		Now: func() time.Time {
+			if reads++; reads == 2 {
+				close(ended)
+			}
+			return time.Unix(0, 0)
+		},
+		// The decision is being audited when shutdown begins, and is
+		// handed over only once the wait has seen it.
+		OnDecide: func(Pending, Answer) { a.Close(); <-ended }}
+	done := make(chan error, 1)
+	var out Outcome
+	go func() {
+		var err error
+		out, err = a.Ask(context.Background(), Pending{Tool: "delete_note"})
+		done <- err
+	}()
+	p := waitPending(t, a)
+	if err := a.Decide(p.ID, true, "", "cli"); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-done; err != nil || !out.Approve {
+		t.Fatalf("an audited approval in flight at shutdown ended the call as %+v, %v", out, err)
+	}
+}
