@@ -254,6 +254,13 @@ func (g *Governor) beforeCall(ctx context.Context, c *host.CallInfo) (host.Verdi
 		}
 		return denied(v, "the %s declined this call of %s: %s; do not retry it unless the user asks", who(out.By), c.Tool.Name, reason)
 	}
+	// The policy may have changed while the person decided: a deny set
+	// meanwhile is the operator's word on this tool too, and a person's
+	// approval (maybe the caller's own, over MCP) does not override it.
+	if now := g.Effective(c.Tool); now.Action == store.PolicyDeny {
+		v.DecidedBy = "policy " + now.Source
+		return denied(v, "policy denies %s (%s), set while the call waited for approval, so the %s's approval does not let it run; an operator can change it with `toolhost policy set`", c.Tool.Name, now.Source, who(out.By))
+	}
 	v.Decision, v.DecidedBy = "approved", out.By
 	return v, nil
 }

@@ -378,3 +378,42 @@ func BenchmarkBeforeCallHook(b *testing.B) {
 		}
 	}
 }
+
+// A deny set while a call waits for approval stands: the approval that
+// follows does not run the call. Any other change leaves the approval as
+// it was.
+func TestDenySetDuringApprovalStands(t *testing.T) {
+	for _, tc := range []struct{ pattern, action string }{
+		{"delete_note", "deny"}, {"delete_*", "deny"}, {"*", "deny"},
+		{"delete_note", "allow"}, {"delete_note", "ask"}, {"other_*", "deny"},
+	} {
+		e := newEnv(t, false)
+		type res struct {
+			v   host.Verdict
+			err error
+		}
+		done := make(chan res, 1)
+		go func() {
+			v, err := e.g.BeforeCall(context.Background(), call(noteTool, `{"id":"1"}`))
+			done <- res{v, err}
+		}()
+		p := waitPending(t, e.g.Approvals())
+		if err := e.g.SetPolicy(tc.pattern, tc.action, "cli"); err != nil {
+			t.Fatal(err)
+		}
+		if err := e.g.Approvals().Decide(p.ID, true, "", "cli"); err != nil {
+			t.Fatal(err)
+		}
+		r := <-done
+		if tc.action == "deny" && tc.pattern != "other_*" {
+			wantDenied(t, r.err, "policy denies delete_note", "set while the call waited")
+			if r.v.Decision != "denied" || !strings.HasPrefix(r.v.DecidedBy, "policy rule") {
+				t.Fatalf("%s %s: verdict %+v", tc.pattern, tc.action, r.v)
+			}
+			continue
+		}
+		if r.err != nil || r.v.Decision != "approved" {
+			t.Fatalf("%s %s set during the wait: %+v %v", tc.pattern, tc.action, r.v, r.err)
+		}
+	}
+}
