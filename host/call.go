@@ -64,6 +64,12 @@ type CallInfo struct {
 	Digest  signing.Digest
 	// Arguments are the validated arguments JSON (a JSON object).
 	Arguments json.RawMessage
+	// Check validates arguments as the call's own were validated (size,
+	// strict JSON, the tool's schema) and returns the bytes the tool would
+	// get; a Governor checks a rewrite with it before a later hook or a
+	// person sees it. Nil when the caller offers no check (the pipeline
+	// checks Verdict.Arguments again in any case).
+	Check func(args []byte) (json.RawMessage, error)
 }
 
 // Verdict is a Governor's answer before a call runs.

@@ -99,7 +99,14 @@ func (h *Host) call(ctx context.Context, rec *CallRecord, args []byte) (json.Raw
 	if terr != nil {
 		return nil, terr
 	}
-	info := &CallInfo{Entry: rec.Entry, Tool: ref.tool, Plugin: l.name, Version: l.manifest.Version, Digest: l.digest, Arguments: input}
+	info := &CallInfo{Entry: rec.Entry, Tool: ref.tool, Plugin: l.name, Version: l.manifest.Version, Digest: l.digest, Arguments: input,
+		Check: func(args []byte) (json.RawMessage, error) {
+			in, terr := h.arguments(ref, args)
+			if terr != nil {
+				return nil, terr
+			}
+			return in, nil
+		}}
 
 	if gov := h.governor(); gov != nil {
 		// The slot is given back while the Governor decides: an approval

@@ -210,6 +210,16 @@ func (g *Governor) beforeCall(ctx context.Context, c *host.CallInfo) (host.Verdi
 				v.DecidedBy = hookName(h)
 				return denied(v, "%s denied %s: %s", hookName(h), c.Tool.Name, hv.deny)
 			}
+			if hv.arguments != nil && c.Check != nil {
+				// Checked at once, as the caller's were: a later hook and
+				// the person asked see only arguments the tool accepts.
+				checked, err := c.Check(hv.arguments)
+				if err != nil {
+					v.Decision, v.DecidedBy = "denied", hookName(h)
+					return v, toolerr.Errorf(toolerr.CodeDenied, "%s rewrote the arguments of %s into ones the tool does not accept (%s); the call is refused because hooks fail closed: fix or remove the policy plugin %s", hookName(h), c.Tool.Name, toolerr.As(err).Message, h.Plugin)
+				}
+				hv.arguments = checked
+			}
 			if hv.arguments != nil {
 				args = hv.arguments
 				v.Arguments = args
