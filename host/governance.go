@@ -33,10 +33,18 @@ func (h *Host) PolicyHooks() []PolicyHook {
 		}
 		for _, hk := range l.manifest.Hooks {
 			out = append(out, PolicyHook{Plugin: l.name, Hook: hk, Call: func(ctx context.Context, export string, input []byte) ([]byte, error) {
-				if err := l.available(h.opts.Now(), h.opts.AllowUnsigned); err != nil {
+				// The hook runs on the policy plugin installed now, which
+				// must be the one listed: a reload since (a revocation, a
+				// removal, an upgrade) made l an unloaded copy whose trust
+				// decision is no longer true.
+				cur, err := h.samePlugin(l)
+				if err != nil {
+					return nil, err
+				}
+				if err := cur.available(h.opts.Now(), h.opts.AllowUnsigned); err != nil {
 					return nil, toolerr.Errorf(toolerr.CodeUnavailable, "policy plugin %s cannot run: %v", l.name, err)
 				}
-				mod, err := l.module(ctx, h.opts.Engine, h.opts.AllowPrivateNetwork)
+				mod, err := cur.module(ctx, h.opts.Engine, h.opts.AllowPrivateNetwork)
 				if err != nil {
 					return nil, err
 				}
@@ -45,6 +53,21 @@ func (h *Host) PolicyHooks() []PolicyHook {
 		}
 	}
 	return out
+}
+
+// samePlugin returns the plugin installed now under l's name when it is
+// l's bundle (same digest).
+func (h *Host) samePlugin(l *loaded) (*loaded, *toolerr.Error) {
+	h.mu.RLock()
+	cur := h.plugins[l.name]
+	h.mu.RUnlock()
+	if h.closed.Load() {
+		return nil, toolerr.Errorf(toolerr.CodeUnavailable, "policy plugin %s cannot run: the host serving it is closed", l.name)
+	}
+	if cur == nil || !cur.digest.Equal(l.digest) {
+		return nil, toolerr.Errorf(toolerr.CodeUnavailable, "policy plugin %s was removed or replaced while the call was being decided, so its hook cannot answer for it; call again", l.name)
+	}
+	return cur, nil
 }
 
 // quarantinedHooks are the hooks a quarantined plugin's stored manifest

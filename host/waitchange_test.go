@@ -1,6 +1,8 @@
 package host_test
 
 import (
+	"bytes"
+	"context"
 	"encoding/json"
 	"strings"
 	"testing"
@@ -98,4 +100,57 @@ func waitApproval(t *testing.T, a *govern.Approvals) govern.Pending {
 	}
 	t.Fatal("no call waits for approval")
 	return govern.Pending{}
+}
+
+// A hook listed for a call runs only while its policy plugin is still the
+// one installed and may run: a Governor lists the hooks once per call and
+// runs them in turn, and a policy plugin revoked, removed or replaced
+// meanwhile kept answering from its old, unloaded copy (its module
+// compiled again), under a trust decision no longer true.
+func TestHookOfAPolicyPluginChangedSinceListed(t *testing.T) {
+	withHook := func(version string) []byte {
+		m := echoManifest("policy", version, "p_", defaultLimits)
+		return bytes.Replace(m, []byte(`"limits":`), []byte(`"hooks": [{"event": "before_call", "export": "echo", "tools": ["*"], "priority": 1}], "limits":`), 1)
+	}
+	for _, tc := range []struct {
+		name   string
+		change func(e *testEnv)
+		says   string
+	}{
+		{"revoked", func(e *testEnv) {
+			if err := e.h.Revoke(e.curator("alice", true).Public().ID()); err != nil {
+				t.Fatal(err)
+			}
+		}, "revoked"},
+		{"removed", func(e *testEnv) {
+			if err := e.h.Remove("policy"); err != nil {
+				t.Fatal(err)
+			}
+		}, "removed or replaced"},
+		{"upgraded", func(e *testEnv) { e.install(e.bundle(withHook("1.1.0"), e.curator("alice", true))) }, "removed or replaced"},
+		{"unrelated", func(e *testEnv) {
+			e.install(e.bundle(echoManifest("b", "1.0.0", "b_", defaultLimits), e.curator("alice", true)))
+		}, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			e := newEnv(t, host.Options{})
+			e.install(e.bundle(withHook("1.0.0"), e.curator("alice", true)))
+			hooks := e.h.PolicyHooks()
+			if len(hooks) != 1 {
+				t.Fatalf("hooks: %+v", hooks)
+			}
+			tc.change(e)
+			out, err := hooks[0].Call(context.Background(), "echo", []byte(`{"text":"x"}`))
+			if tc.says == "" {
+				if err != nil || !strings.Contains(string(out), "x") {
+					t.Fatalf("hook after an unrelated change: %s %v", out, err)
+				}
+				return
+			}
+			if err == nil {
+				t.Fatalf("the hook of a policy plugin %s since it was listed answered %s", tc.name, out)
+			}
+			wantCode(t, err, toolerr.CodeUnavailable, tc.says)
+		})
+	}
 }
