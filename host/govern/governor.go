@@ -100,13 +100,33 @@ func (g *Governor) Rules() []store.PolicyRule {
 // SetPolicy stores a rule, records it in the audit log, and applies it to
 // the next call.
 func (g *Governor) SetPolicy(pattern, action, actor string) error {
-	return g.journaled(actor, func() (string, string, string, error) {
+	err := g.journaled(actor, func() (string, string, string, error) {
 		err := g.opts.Store.SetPolicy(store.PolicyRule{Pattern: pattern, Action: action, SetAt: time.Now()})
 		if err == nil {
 			err = g.reload()
 		}
 		return "policy_set", pattern, action, err
 	})
+	if err == nil && action == store.PolicyDeny {
+		g.denyWaiting(pattern)
+	}
+	return err
+}
+
+// denyWaiting ends the calls waiting for approval that the policy now
+// denies: a deny set during the wait would refuse them once approved
+// anyway (beforeCall checks again), so they are not left waiting for a
+// person or the timeout. Each is declined as by the operator who set the
+// rule, over "policy", and audited as such.
+func (g *Governor) denyWaiting(pattern string) {
+	for _, p := range g.approvals.List() {
+		if g.Effective(&plugin.Tool{Name: p.Tool}).Action != store.PolicyDeny {
+			continue
+		}
+		// A call decided or ended meanwhile is not pending any more:
+		// nothing to do.
+		_ = g.approvals.Decide(p.ID, false, fmt.Sprintf("the policy rule %q, set while the call waited, denies it", pattern), "policy")
+	}
 }
 
 // UnsetPolicy removes a rule.

@@ -3,6 +3,7 @@ package govern
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
@@ -387,33 +388,61 @@ func TestDenySetDuringApprovalStands(t *testing.T) {
 		{"delete_note", "deny"}, {"delete_*", "deny"}, {"*", "deny"},
 		{"delete_note", "allow"}, {"delete_note", "ask"}, {"other_*", "deny"},
 	} {
-		e := newEnv(t, false)
-		type res struct {
-			v   host.Verdict
-			err error
-		}
-		done := make(chan res, 1)
-		go func() {
-			v, err := e.g.BeforeCall(context.Background(), call(noteTool, `{"id":"1"}`))
-			done <- res{v, err}
-		}()
-		p := waitPending(t, e.g.Approvals())
-		if err := e.g.SetPolicy(tc.pattern, tc.action, "cli"); err != nil {
-			t.Fatal(err)
-		}
-		if err := e.g.Approvals().Decide(p.ID, true, "", "cli"); err != nil {
-			t.Fatal(err)
-		}
-		r := <-done
-		if tc.action == "deny" && tc.pattern != "other_*" {
-			wantDenied(t, r.err, "policy denies delete_note", "set while the call waited")
-			if r.v.Decision != "denied" || !strings.HasPrefix(r.v.DecidedBy, "policy rule") {
-				t.Fatalf("%s %s: verdict %+v", tc.pattern, tc.action, r.v)
+		for _, viaSetPolicy := range []bool{true, false} {
+			e := newEnv(t, false)
+			type res struct {
+				v   host.Verdict
+				err error
 			}
-			continue
-		}
-		if r.err != nil || r.v.Decision != "approved" {
-			t.Fatalf("%s %s set during the wait: %+v %v", tc.pattern, tc.action, r.v, r.err)
+			done := make(chan res, 1)
+			go func() {
+				v, err := e.g.BeforeCall(context.Background(), call(noteTool, `{"id":"1"}`))
+				done <- res{v, err}
+			}()
+			p := waitPending(t, e.g.Approvals())
+			denies := tc.action == "deny" && tc.pattern != "other_*"
+			if viaSetPolicy {
+				if err := e.g.SetPolicy(tc.pattern, tc.action, "cli"); err != nil {
+					t.Fatal(err)
+				}
+				if denies {
+					// The waiting call is declined at once, as by the
+					// operator who set the rule: nobody needs to decide it.
+					r := <-done
+					wantDenied(t, r.err, "set while the call waited, denies it")
+					if r.v.Decision != "denied" || r.v.DecidedBy != "operator" {
+						t.Fatalf("%s %s: verdict %+v", tc.pattern, tc.action, r.v)
+					}
+					if err := e.g.Approvals().Decide(p.ID, true, "", "cli"); !errors.Is(err, ErrNoSuchApproval) {
+						t.Fatalf("%s %s: the declined call can still be decided: %v", tc.pattern, tc.action, err)
+					}
+					continue
+				}
+			} else {
+				// The rule reaches the Governor, but the waiting call is
+				// approved before it could be declined: the check after
+				// the approval still refuses it.
+				if err := e.g.opts.Store.SetPolicy(store.PolicyRule{Pattern: tc.pattern, Action: tc.action, SetAt: time.Now()}); err != nil {
+					t.Fatal(err)
+				}
+				if err := e.g.reload(); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if err := e.g.Approvals().Decide(p.ID, true, "", "cli"); err != nil {
+				t.Fatal(err)
+			}
+			r := <-done
+			if denies {
+				wantDenied(t, r.err, "policy denies delete_note", "set while the call waited")
+				if r.v.Decision != "denied" || !strings.HasPrefix(r.v.DecidedBy, "policy rule") {
+					t.Fatalf("%s %s: verdict %+v", tc.pattern, tc.action, r.v)
+				}
+				continue
+			}
+			if r.err != nil || r.v.Decision != "approved" {
+				t.Fatalf("%s %s set during the wait: %+v %v", tc.pattern, tc.action, r.v, r.err)
+			}
 		}
 	}
 }
