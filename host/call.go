@@ -64,12 +64,28 @@ type CallInfo struct {
 	Digest  signing.Digest
 	// Arguments are the validated arguments JSON (a JSON object).
 	Arguments json.RawMessage
-	// Check validates arguments as the call's own were validated (size,
-	// strict JSON, the tool's schema) and returns the bytes the tool would
-	// get; a Governor checks a rewrite with it before a later hook or a
-	// person sees it. Nil when the caller offers no check (the pipeline
-	// checks Verdict.Arguments again in any case).
-	Check func(args []byte) (json.RawMessage, error)
+
+	// host and ref are the pipeline's, for Check; nil in a CallInfo made
+	// elsewhere. Fields rather than a closure: no allocation per call.
+	host *Host
+	ref  *toolRef
+}
+
+// Check validates args as the call's own arguments were validated (size,
+// strict JSON, the tool's schema) and returns the bytes the tool would
+// get; a Governor checks a rewrite with it before a later hook or a person
+// sees it. A CallInfo the pipeline did not make has nothing to check
+// against: Check returns args as they are (the pipeline checks
+// Verdict.Arguments again in any case).
+func (c *CallInfo) Check(args []byte) (json.RawMessage, error) {
+	if c.host == nil || c.ref == nil {
+		return args, nil
+	}
+	in, terr := c.host.arguments(c.ref, args)
+	if terr != nil {
+		return nil, terr
+	}
+	return in, nil
 }
 
 // Verdict is a Governor's answer before a call runs.

@@ -26,7 +26,7 @@ var (
 	echoWasm []byte
 )
 
-func echoModule(t *testing.T) []byte {
+func echoModule(t testing.TB) []byte {
 	t.Helper()
 	echoOnce.Do(func() {
 		var err error
@@ -53,7 +53,7 @@ func echoManifest(name, version, prefix, limits string) []byte {
 }
 
 type testEnv struct {
-	t    *testing.T
+	t    testing.TB
 	st   *store.Store
 	h    *host.Host
 	now  time.Time
@@ -65,7 +65,7 @@ var (
 	cacheDir  string
 )
 
-func newEnv(t *testing.T, opts host.Options) *testEnv {
+func newEnv(t testing.TB, opts host.Options) *testEnv {
 	t.Helper()
 	cacheOnce.Do(func() {
 		dir, err := os.MkdirTemp("", "toolhost-host-test-cache")

@@ -100,13 +100,7 @@ func (h *Host) call(ctx context.Context, rec *CallRecord, args []byte) (json.Raw
 		return nil, terr
 	}
 	info := &CallInfo{Entry: rec.Entry, Tool: ref.tool, Plugin: l.name, Version: l.manifest.Version, Digest: l.digest, Arguments: input,
-		Check: func(args []byte) (json.RawMessage, error) {
-			in, terr := h.arguments(ref, args)
-			if terr != nil {
-				return nil, terr
-			}
-			return in, nil
-		}}
+		host: h, ref: ref}
 
 	if gov := h.governor(); gov != nil {
 		// The slot is given back while the Governor decides: an approval

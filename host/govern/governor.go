@@ -230,7 +230,7 @@ func (g *Governor) beforeCall(ctx context.Context, c *host.CallInfo) (host.Verdi
 				v.DecidedBy = hookName(h)
 				return denied(v, "%s denied %s: %s", hookName(h), c.Tool.Name, hv.deny)
 			}
-			if hv.arguments != nil && c.Check != nil {
+			if hv.arguments != nil {
 				// Checked at once, as the caller's were: a later hook and
 				// the person asked see only arguments the tool accepts.
 				checked, err := c.Check(hv.arguments)
