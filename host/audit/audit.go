@@ -215,6 +215,10 @@ type Log struct {
 	head     string
 	now      func() time.Time
 	err      error // the first write error; the log refuses further appends
+	// refused mirrors err (set under mu whenever err is) for Err, which
+	// the Governor reads before every call: a load, not a wait for mu
+	// behind the record being encoded.
+	refused atomic.Pointer[error]
 	// buf holds the records written since the last sync began, in order;
 	// the appender that leads the next fsync writes them to the file in
 	// one write (spare is the buffer before, for reuse).
@@ -564,7 +568,7 @@ func (l *Log) leadSync(seq uint64) error {
 		l.mu.Lock()
 		defer l.mu.Unlock()
 		if l.err == nil {
-			l.err = fmt.Errorf("%w; the log refuses further records until toolhost restarts", err)
+			l.setErr(fmt.Errorf("%w; the log refuses further records until toolhost restarts", err))
 		}
 		return l.err
 	}
@@ -615,9 +619,16 @@ func (l *Log) Head() (uint64, string) {
 // failed, or Close), or nil while it takes them. A refusal lasts until the
 // log is opened again.
 func (l *Log) Err() error {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.err
+	if p := l.refused.Load(); p != nil {
+		return *p
+	}
+	return nil
+}
+
+// setErr sets err, with mu held.
+func (l *Log) setErr(err error) {
+	l.err = err
+	l.refused.Store(&err)
 }
 
 // Path is the file the log writes.
@@ -640,7 +651,7 @@ func (l *Log) Close() error {
 		l.mu.Unlock()
 		return nil
 	}
-	l.err = errClosed
+	l.setErr(errClosed)
 	l.mu.Unlock()
 	var err error
 	if failed == nil {

@@ -56,6 +56,9 @@ type Governor struct {
 	opts      Options
 	approvals *Approvals
 	metrics   *govMetrics
+	// logErr is opts.Audit when it says why the log refuses records
+	// (audit.Recorder), found once here rather than on every call.
+	logErr interface{ Err() error }
 
 	mu    sync.RWMutex
 	rules []store.PolicyRule
@@ -80,6 +83,7 @@ func New(opts Options) (*Governor, error) {
 	}
 	g := &Governor{opts: opts, rules: rules, metrics: newGovMetrics(), schemas: map[string]*plugin.Schema{}}
 	g.approvals = &Approvals{Timeout: opts.ApprovalTimeout, OnDecide: g.recordDecision}
+	g.logErr, _ = opts.Audit.(interface{ Err() error })
 	return g, nil
 }
 
@@ -206,8 +210,8 @@ func (g *Governor) BeforeCall(ctx context.Context, c *host.CallInfo) (host.Verdi
 }
 
 func (g *Governor) beforeCall(ctx context.Context, c *host.CallInfo) (host.Verdict, error) {
-	if a, ok := g.opts.Audit.(interface{ Err() error }); ok {
-		if err := a.Err(); err != nil {
+	if g.logErr != nil {
+		if err := g.logErr.Err(); err != nil {
 			v := host.Verdict{Decision: "denied", DecidedBy: "toolhost"}
 			return v, toolerr.Errorf(toolerr.CodeInternal, "%s was not run: toolhost records every call in its audit log before answering, and the log takes no more records (%v); if a write failed, fix its cause (free disk space, check the home's files) and restart toolhost", c.Tool.Name, err)
 		}
