@@ -5,7 +5,9 @@
 package govern
 
 import (
+	"fmt"
 	"strings"
+	"time"
 
 	"github.com/toolhost/toolhost/plugin"
 	"github.com/toolhost/toolhost/store"
@@ -73,4 +75,82 @@ func strictness(action string) int {
 		return 1
 	}
 	return 0
+}
+
+// Rules returns the operator's rules, sorted by pattern.
+func (g *Governor) Rules() []store.PolicyRule {
+	g.mu.RLock()
+	defer g.mu.RUnlock()
+	return append([]store.PolicyRule(nil), g.rules...)
+}
+
+// SetPolicy stores a rule, records it in the audit log, and applies it to
+// the next call.
+func (g *Governor) SetPolicy(pattern, action, actor string) error {
+	err := g.journaled(actor, func() (string, string, string, error) {
+		err := g.opts.Store.SetPolicy(store.PolicyRule{Pattern: pattern, Action: action, SetAt: time.Now()})
+		if err == nil {
+			err = g.reload()
+		}
+		return "policy_set", pattern, action, err
+	})
+	if err == nil && action == store.PolicyDeny {
+		g.denyWaiting(pattern)
+	}
+	return err
+}
+
+// denyWaiting ends the calls waiting for approval that the policy now
+// denies: a deny set during the wait would refuse them once approved
+// anyway (beforeCall checks again), so they are not left waiting for a
+// person or the timeout. Each is declined as by the operator who set the
+// rule, over "policy", and audited as such.
+func (g *Governor) denyWaiting(pattern string) {
+	for _, p := range g.approvals.List() {
+		if g.Effective(&plugin.Tool{Name: p.Tool}).Action != store.PolicyDeny {
+			continue
+		}
+		// A call decided or ended meanwhile is not pending any more:
+		// nothing to do.
+		_ = g.approvals.Decide(p.ID, false, fmt.Sprintf("the policy rule %q, set while the call waited, denies it", pattern), "policy")
+	}
+}
+
+// UnsetPolicy removes a rule.
+func (g *Governor) UnsetPolicy(pattern, actor string) error {
+	return g.journaled(actor, func() (string, string, string, error) {
+		err := g.opts.Store.UnsetPolicy(pattern)
+		if err == nil {
+			err = g.reload()
+		}
+		return "policy_unset", pattern, "", err
+	})
+}
+
+// journaled runs a policy change and records it (ChangeRecorder.Journaled).
+func (g *Governor) journaled(actor string, change func() (string, string, string, error)) error {
+	if g.opts.Audit == nil {
+		_, _, _, err := change()
+		return err
+	}
+	return g.opts.Audit.Journaled(actor, change)
+}
+
+// reload reads the rules again after a change.
+func (g *Governor) reload() error {
+	rules, err := g.opts.Store.PolicyRules()
+	if err != nil {
+		return err
+	}
+	g.mu.Lock()
+	g.rules = rules
+	g.mu.Unlock()
+	return nil
+}
+
+// Effective resolves the policy of a tool.
+func (g *Governor) Effective(t *plugin.Tool) Effective {
+	g.mu.RLock()
+	defer g.mu.RUnlock()
+	return Resolve(t, g.rules)
 }
