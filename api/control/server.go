@@ -77,19 +77,46 @@ type Watcher interface {
 	Watch() (uint64, <-chan struct{})
 }
 
-// Serve answers API requests on l until ctx ends.
+// Serve answers API requests on l until ctx ends, and returns once the
+// requests it was handling are answered (for at most shutdownGrace): its
+// caller closes the host and the audit log next, and a call between its
+// end and its record (one whose approval wait the shutdown ended) would
+// lose both its record and its answer. Long polls of /v1/changes are
+// answered at once when ctx ends rather than holding the shutdown.
 func Serve(ctx context.Context, l net.Listener, api API, changes Watcher, log *slog.Logger) error {
-	srv := &http.Server{Handler: Handler(api, changes), ReadHeaderTimeout: 10 * time.Second, ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelWarn)}
+	closing := make(chan struct{})
+	srv := &http.Server{Handler: Handler(api, changes), ReadHeaderTimeout: 10 * time.Second, ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelWarn),
+		BaseContext: func(net.Listener) context.Context {
+			return context.WithValue(context.Background(), closingKey{}, (<-chan struct{})(closing))
+		}}
+	shut := make(chan struct{})
 	go func() {
+		defer close(shut)
 		<-ctx.Done()
-		sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		close(closing)
+		sctx, cancel := context.WithTimeout(context.Background(), shutdownGrace)
 		defer cancel()
 		_ = srv.Shutdown(sctx)
 	}()
 	if err := srv.Serve(l); err != nil && !errors.Is(err, http.ErrServerClosed) {
 		return err
 	}
+	<-shut
 	return nil
+}
+
+// shutdownGrace bounds how long Serve waits, once ctx ended, for the
+// requests in flight. serve waits for the running calls before it stops
+// Serve; what is left then is short (a record being written).
+const shutdownGrace = 5 * time.Second
+
+// closingKey is the request context value of a channel closed when Serve
+// starts shutting down (nil outside Serve).
+type closingKey struct{}
+
+func closingOf(ctx context.Context) <-chan struct{} {
+	ch, _ := ctx.Value(closingKey{}).(<-chan struct{})
+	return ch
 }
 
 // Handler is the control API over HTTP. changes, when not nil, serves
@@ -241,6 +268,7 @@ func Handler(api API, changes Watcher) http.Handler {
 		case <-ch:
 			gen, _ = changes.Watch()
 		case <-time.After(25 * time.Second):
+		case <-closingOf(r.Context()): // a nil channel outside Serve: never
 		case <-r.Context().Done():
 			return
 		}
