@@ -6,7 +6,6 @@ package e2e
 import (
 	"bufio"
 	"bytes"
-	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -384,21 +383,7 @@ func TestGracefulShutdown(t *testing.T) {
 	if r := s.do(t, "POST", "/v1/tools/get_current_time/call", `{"arguments":{}}`); r.status != 200 {
 		t.Fatalf("call: %d %s", r.status, r.body)
 	}
-	if err := s.cmd.Process.Signal(os.Interrupt); err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-	defer cancel()
-	done := make(chan error, 1)
-	go func() { done <- s.cmd.Wait() }()
-	select {
-	case err := <-done:
-		if err != nil {
-			t.Fatalf("serve exited with %v after SIGINT\n%s", err, s.logs)
-		}
-	case <-ctx.Done():
-		t.Fatal("serve did not exit after SIGINT")
-	}
+	s.interrupt(t, "")
 	// The store was closed cleanly: the CLI can open it directly now.
 	if out := w.run("plugin", "list"); !strings.Contains(out, "time") {
 		t.Fatalf("after shutdown: %s", out)
@@ -458,5 +443,24 @@ func TestKillUnderLoadKeepsTheAuditLog(t *testing.T) {
 	w.run("plugin", "list") // opens the store and the audit log
 	if out := w.run("audit", "verify"); !strings.Contains(out, "audit log intact") {
 		t.Fatalf("audit verify after the restart: %s", out)
+	}
+}
+
+// interrupt sends serve SIGINT and requires it to exit 0 within 20 s;
+// while says what it was doing, for the failure message.
+func (s *server) interrupt(t *testing.T, while string) {
+	t.Helper()
+	if err := s.cmd.Process.Signal(os.Interrupt); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- s.cmd.Wait() }()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("serve exited with %v after SIGINT\n%s", err, s.logs)
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatalf("serve still runs 20s after SIGINT%s\n%s", while, s.logs)
 	}
 }

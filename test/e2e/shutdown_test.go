@@ -1,7 +1,6 @@
 package e2e
 
 import (
-	"context"
 	"encoding/json"
 	"io"
 	"net/http"
@@ -47,21 +46,7 @@ func TestShutdownEndsWaitingApprovals(t *testing.T) {
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
-	if err := s.cmd.Process.Signal(os.Interrupt); err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-	defer cancel()
-	done := make(chan error, 1)
-	go func() { done <- s.cmd.Wait() }()
-	select {
-	case err := <-done:
-		if err != nil {
-			t.Fatalf("serve exited with %v after SIGINT\n%s", err, s.logs)
-		}
-	case <-ctx.Done():
-		t.Fatalf("serve still runs 20s after SIGINT with a call waiting for approval\n%s", s.logs)
-	}
+	s.interrupt(t, " with a call waiting for approval")
 	r := <-answered
 	if r.status != 503 && r.status != 429 || r.errorCode() != "busy" || !strings.Contains(string(r.body), "shutting down") {
 		t.Fatalf("the waiting call got %d %s, want busy saying toolhost is shutting down", r.status, r.body)
