@@ -16,6 +16,13 @@ import (
 // the host does, with every export in exports.
 func compileFile(t *testing.T, path string, reuse bool, exports ...string) *inProcessModule {
 	t.Helper()
+	return compileSpec(t, path, engine.Spec{Name: "leak", Exports: exports, ReuseInstances: reuse})
+}
+
+// compileSpec compiles the module at path with the in-process engine under
+// spec (its Key and Wasm set from path, its limits those of the tests).
+func compileSpec(t *testing.T, path string, spec engine.Spec) *inProcessModule {
+	t.Helper()
 	wasm, err := os.ReadFile(path)
 	if err != nil {
 		t.Fatal(err)
@@ -25,8 +32,8 @@ func compileFile(t *testing.T, path string, reuse bool, exports ...string) *inPr
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { e.Close(context.Background()) })
-	spec := engine.Spec{Key: path, Name: "leak", Wasm: wasm, Exports: exports, ReuseInstances: reuse,
-		Limits: plugin.Limits{MemoryPages: 16, TimeoutMS: 10_000, MaxOutputBytes: 1 << 20}}
+	spec.Key, spec.Wasm = path, wasm
+	spec.Limits = plugin.Limits{MemoryPages: 16, TimeoutMS: 10_000, MaxOutputBytes: 1 << 20}
 	m, err := e.Compile(context.Background(), spec)
 	if err != nil {
 		t.Fatalf("compile %s: %v", path, err)

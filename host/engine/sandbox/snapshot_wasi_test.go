@@ -2,7 +2,6 @@ package sandbox
 
 import (
 	"context"
-	"os"
 	"testing"
 
 	"github.com/toolhost/toolhost/host/engine"
@@ -13,24 +12,8 @@ import (
 // dir granted at /data.
 func compileGranted(t *testing.T, path, dir string, reuse bool, exports ...string) *inProcessModule {
 	t.Helper()
-	wasm, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	e, err := NewInProcess("")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { e.Close(context.Background()) })
-	spec := engine.Spec{Key: path, Name: "granted", Wasm: wasm, Exports: exports, ReuseInstances: reuse,
-		Permissions: plugin.Permissions{AllowedPaths: map[string]string{dir: "/data"}},
-		Limits:      plugin.Limits{MemoryPages: 16, TimeoutMS: 10_000, MaxOutputBytes: 1 << 20}}
-	m, err := e.Compile(context.Background(), spec)
-	if err != nil {
-		t.Fatalf("compile %s: %v", path, err)
-	}
-	t.Cleanup(func() { m.Close(context.Background()) })
-	return m.(*inProcessModule)
+	return compileSpec(t, path, engine.Spec{Name: "granted", Exports: exports, ReuseInstances: reuse,
+		Permissions: plugin.Permissions{AllowedPaths: map[string]string{dir: "/data"}}})
 }
 
 // TestCallInitDescriptorsDoNotCarryState: a descriptor opened while an
