@@ -199,10 +199,15 @@ func TestApprovedCallKeepsItsEvents(t *testing.T) {
 				cs := connectAt(t, s, where, version, opts)
 				p := &mcp.CallToolParams{Name: "work", Arguments: map[string]any{"n": 2}}
 				p.SetProgressToken("tok-" + version)
+				// Logging is deprecated as of 2026-07-28 (SEP-2577) but still
+				// served in its deprecation window, which this test covers.
 				if version == statelessRevision {
-					p.Meta[mcp.MetaKeyLogLevel] = "info"
-				} else if err := cs.SetLoggingLevel(context.Background(), &mcp.SetLoggingLevelParams{Level: "info"}); err != nil {
-					t.Fatal(err)
+					p.Meta[mcp.MetaKeyLogLevel] = "info" //lint:ignore SA1019 served during the deprecation window
+				} else {
+					//lint:ignore SA1019 served during the deprecation window
+					if err := cs.SetLoggingLevel(context.Background(), &mcp.SetLoggingLevelParams{Level: "info"}); err != nil {
+						t.Fatal(err)
+					}
 				}
 				res, err := cs.CallTool(context.Background(), p)
 				if err != nil || res.IsError || textOf(res) != "done" {

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"math"
 	"os"
 	"reflect"
 	"sort"
@@ -63,7 +64,7 @@ func readAll(path string) ([]byte, error) { return os.ReadFile(path) }
 func FuzzEncodeMatchesJSON(f *testing.F) {
 	f.Add(uint64(1), int64(1764000000), int64(123456789), "", "call", "http", "echo", "ok", "a\"b\\c\x00\x1f\u2028\u2029\xff<>&é", 1.5, 0.0, "")
 	f.Add(uint64(0), int64(-62135596800), int64(0), "ab", "change", "", "", "", "\t\n\r\b\f", 1e-7, 1e21, "x")
-	f.Add(uint64(1<<63), int64(253402300800), int64(999999999), "", "", "", "", "", "", -0.0, 5e-324, "")
+	f.Add(uint64(1<<63), int64(253402300800), int64(999999999), "", "", "", "", "", "", math.Copysign(0, -1), 5e-324, "")
 	f.Fuzz(func(t *testing.T, seq uint64, sec, nsec int64, prev, kind, entry, tool, outcome, message string, dur, waited float64, detail string) {
 		r := Record{
 			Seq: seq, Time: time.Unix(sec, nsec).UTC(), Prev: prev, Kind: kind,

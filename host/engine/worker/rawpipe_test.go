@@ -155,7 +155,8 @@ func TestSpinnerAdapts(t *testing.T) {
 		t.Fatalf("a solo caller's parked waits of 400 µs (under twice its long budget) stop polling (recent %v)", time.Duration(s.recent.Load()))
 	}
 	solo = false
-	if s.polls() && s.polls() {
+	// Twice: a single poll may be the probe it still makes now and then.
+	if first, second := s.polls(), s.polls(); first && second {
 		t.Fatalf("parked waits of 400 µs keep polling once the caller is not solo (recent %v)", time.Duration(s.recent.Load()))
 	}
 }
