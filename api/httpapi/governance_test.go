@@ -90,11 +90,13 @@ func TestGovernanceEndToEnd(t *testing.T) {
 		t.Fatalf("MCP hook deny: %v %+v", err, textOf(res))
 	}
 
-	// A rewrite is validated again: http:// -> https:// makes a URL of the
-	// schema's maximum length one character too long.
+	// A rewrite is validated as the hook answers: http:// -> https://
+	// makes a URL of the schema's maximum length one character too long,
+	// and the hook that did it denies the call (hooks fail closed) — the
+	// caller's own arguments were fine.
 	long := "http://example.com/" + strings.Repeat("a", 4096-len("http://example.com/"))
 	r = do(t, srv, "POST", "/v1/tools/fetch_url/call", `{"arguments":{"url":"`+long+`"}}`, "")
-	if r.status != 400 || r.errorCode() != "invalid_arguments" || !strings.Contains(string(r.body), "as rewritten by") {
+	if r.status != 403 || r.errorCode() != "denied" || !strings.Contains(string(r.body), "hook:guard/check_fetch rewrote the arguments of fetch_url into ones the tool does not accept") {
 		t.Fatalf("rewrite not re-validated: %d %s", r.status, r.body)
 	}
 
@@ -214,7 +216,7 @@ func TestGovernanceEndToEnd(t *testing.T) {
 	want := []string{
 		"http fetch_url denied hook:guard/check_fetch denied",
 		"mcp-http fetch_url denied hook:guard/check_fetch denied",
-		"http fetch_url allowed policy default, hook:guard/check_fetch rewrote the arguments invalid_arguments",
+		"http fetch_url denied hook:guard/check_fetch denied",
 		"http delete_note approved operator ok",
 		"http delete_note denied operator denied",
 		"http delete_note denied timeout denied",
