@@ -230,10 +230,12 @@ type Log struct {
 	// one runs, the records written meanwhile share the next (group
 	// commit). The appends waiting for the sync in progress wait for
 	// syncDone (guarded by mu) to close, all woken at once when it ends.
-	syncMu   sync.Mutex
-	synced   atomic.Uint64
-	syncDone chan struct{}
-	fsync    func(*os.File) error // tests count fsyncs; nil is datasync
+	syncMu sync.Mutex
+	synced atomic.Uint64
+	// fileID and walID are the files the paths named at open (identity.go).
+	fileID, walID fileID
+	syncDone      chan struct{}
+	fsync         func(*os.File) error // tests count fsyncs; nil is datasync
 
 	// coming, when set, counts the records expected soon; wrote gets a
 	// token after each write. See Group.
@@ -328,6 +330,14 @@ func openLog(path, kept string, ringSize int64, fsync func(*os.File) error) (l *
 		return nil, err
 	}
 	l = &Log{f: f, wal: w, path: path, now: time.Now, wrote: make(chan struct{}, 1), fsync: fsync}
+	if l.fileID, err = idOf(f); err == nil {
+		l.walID, err = idOf(w.f)
+	}
+	if err != nil {
+		f.Close()
+		w.f.Close()
+		return nil, fmt.Errorf("audit: %s: %w", path, err)
+	}
 	defer func() {
 		if err != nil {
 			f.Close()
@@ -571,6 +581,9 @@ func (l *Log) leadSync(seq uint64) error {
 			l.setErr(fmt.Errorf("%w; the log refuses further records until toolhost restarts", err))
 		}
 		return l.err
+	}
+	if err := l.checkFiles(); err != nil {
+		return fail(err)
 	}
 	if err := pwrite(l.f, lines, l.size); err != nil {
 		return fail(fmt.Errorf("audit: write %s: %w", l.path, err))
