@@ -314,15 +314,8 @@ func (h *Host) Remove(name string) error {
 		}
 		return err
 	}
-	// The plugin's configuration and credentials go with it.
-	derr := h.opts.Store.DropSettings(name)
-	if err := h.reload(); err != nil {
-		return err
-	}
-	if derr != nil {
-		return fmt.Errorf("plugin %s removed, but its config and secrets were not (%w): they would apply to a plugin installed again under this name; fix the store and set or remove them after such an install", name, derr)
-	}
-	return nil
+	// Its configuration and credentials went with it (RemovePlugin).
+	return h.reload()
 }
 
 // AddTrustedKey trusts a curator key and re-evaluates every plugin.

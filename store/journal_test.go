@@ -93,7 +93,6 @@ func TestJournalHasOneEntryPerOperatorChange(t *testing.T) {
 	before := journalSeq(t, st)
 	for name, do := range map[string]func() error{
 		"quarantine":    func() error { return st.Quarantine("notes", "test") },
-		"drop settings": func() error { return st.DropSettings("notes") },
 		"mark recorded": func() error { return st.MarkJournalRecorded(before) },
 		"same key added again": func() error {
 			if err := st.AddTrustedKey(curator.TrustedKey{Name: "bob", Key: k.Public(), AddedAt: time.Now()}); err != nil {

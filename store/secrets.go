@@ -223,30 +223,6 @@ func (s *Store) Secrets(pluginName string) (map[string]string, error) {
 	return out, nil
 }
 
-// DropSettings removes plugin's configuration and secrets (the plugin was
-// removed).
-func (s *Store) DropSettings(pluginName string) error {
-	names, err := s.SecretNames(pluginName)
-	if err != nil {
-		return err
-	}
-	err = s.update(0, func(txn *badger.Txn) error {
-		if err := txn.Delete([]byte(configPrefix + pluginName)); err != nil {
-			return err
-		}
-		for _, n := range names {
-			if err := txn.Delete([]byte(secretKey(pluginName, n))); err != nil {
-				return err
-			}
-		}
-		return nil
-	})
-	if err != nil {
-		return fmt.Errorf("store: %w", err)
-	}
-	return nil
-}
-
 // secretsKey reads the secrets key, creating it when create is set and it
 // does not exist yet. The file is written in full under a temporary name
 // and linked into place, so a reader never sees half a key and two

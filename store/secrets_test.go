@@ -96,3 +96,46 @@ func TestSecretsKeyReplaced(t *testing.T) {
 		t.Fatal("a value with a line break was accepted")
 	}
 }
+
+// Removing a plugin removes its configuration and secrets in the same
+// transaction: a plugin installed again under the name starts without
+// them, and no kill between two writes can leave them behind. Another
+// plugin's settings stay.
+func TestRemovePluginTakesItsSettings(t *testing.T) {
+	st := open(t, filepath.Join(t.TempDir(), "store"))
+	wasm := []byte("\x00asm\x01\x00\x00\x00")
+	for _, name := range []string{"fetch", "other"} {
+		if err := st.PutPlugin(record(name, "1.0.0", wasm), wasm, store.HighWaterMark{Version: "1.0.0"}); err != nil {
+			t.Fatal(err)
+		}
+		if err := st.SetSecret(name, "api_token", testSecret); err != nil {
+			t.Fatal(err)
+		}
+		if err := st.SetConfig(name, map[string]string{"units": "metric"}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	before := journalSeq(t, st)
+	if err := st.RemovePlugin("fetch"); err != nil {
+		t.Fatal(err)
+	}
+	if after := journalSeq(t, st); after != before+1 {
+		t.Fatalf("remove made %d journal entries, want 1 (one transaction)", after-before)
+	}
+	if names, err := st.SecretNames("fetch"); err != nil || len(names) != 0 {
+		t.Fatalf("secrets of the removed plugin: %v %v", names, err)
+	}
+	if cfg, err := st.Config("fetch"); err != nil || len(cfg) != 0 {
+		t.Fatalf("config of the removed plugin: %v %v", cfg, err)
+	}
+	if names, err := st.SecretNames("other"); err != nil || len(names) != 1 {
+		t.Fatalf("another plugin's secrets: %v %v", names, err)
+	}
+	if cfg, err := st.Config("other"); err != nil || cfg["units"] != "metric" {
+		t.Fatalf("another plugin's config: %v %v", cfg, err)
+	}
+	// Removing what is not installed changes nothing, settings included.
+	if err := st.RemovePlugin("fetch"); !errors.Is(err, store.ErrNotFound) {
+		t.Fatalf("second remove: %v", err)
+	}
+}

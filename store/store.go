@@ -370,7 +370,22 @@ func (s *Store) Blob(sha string) ([]byte, error) {
 
 // RemovePlugin deletes an installed plugin. Its high-water mark stays.
 func (s *Store) RemovePlugin(name string) error {
+	// The plugin's configuration and credentials go with it, in the same
+	// transaction: they would apply to a plugin installed again under
+	// this name, and a kill between two writes would leave them behind.
+	secrets, err := s.SecretNames(name)
+	if err != nil {
+		return err
+	}
 	return s.update(256, func(txn *badger.Txn) error {
+		if err := txn.Delete([]byte(configPrefix + name)); err != nil {
+			return err
+		}
+		for _, n := range secrets {
+			if err := txn.Delete([]byte(secretKey(name, n))); err != nil {
+				return err
+			}
+		}
 		var rec PluginRecord
 		if err := getJSON(txn, pluginPrefix+name, &rec); err != nil {
 			if errors.Is(err, ErrNotFound) {
