@@ -174,7 +174,7 @@ func (e egress) dialContext(ctx context.Context, network, address string) (net.C
 			}
 		}
 		if addrs, err = lookup(ctx, host); err != nil {
-			return nil, err
+			return nil, withoutResolver(err) // see netdetail.go
 		}
 	}
 	var allowed []netip.Addr
@@ -212,9 +212,9 @@ func (e egress) dialContext(ctx context.Context, network, address string) (net.C
 		c, err := dial(dctx, network, netip.AddrPortFrom(a, uint16(port)).String())
 		cancel()
 		if err == nil {
-			return c, nil
+			return localHidden{c}, nil // see netdetail.go
 		}
-		lastErr = err
+		lastErr = withoutLocalAddr(err)
 	}
 	return nil, lastErr
 }
