@@ -324,7 +324,9 @@ func (e egress) fetch(ctx context.Context, req fetchRequest) (fetchResponse, err
 	if req.MaxBodyBytes > 0 && req.MaxBodyBytes < MaxFetchResponseBytes {
 		limit, cut = req.MaxBodyBytes, true
 	}
-	if !cut && resp.ContentLength > limit {
+	// A HEAD answer's Content-Length is the size of the body a GET would
+	// get; it has none itself.
+	if !cut && resp.ContentLength > limit && resp.Request.Method != http.MethodHead {
 		return fetchResponse{}, fmt.Errorf("response is %d bytes, larger than the limit of %d (ask for a cut with max_body_bytes)", resp.ContentLength, limit)
 	}
 	body, err := io.ReadAll(io.LimitReader(resp.Body, limit+1))

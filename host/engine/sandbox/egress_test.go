@@ -373,6 +373,8 @@ func TestFetchBodies(t *testing.T) {
 		case "/lying": // Content-Length smaller than the body
 			w.Header().Set("Content-Length", "10")
 			w.Write(bytes.Repeat([]byte("a"), 10))
+		case "/to-sized":
+			http.Redirect(w, r, "/sized?"+r.URL.RawQuery, http.StatusFound)
 		case "/binary":
 			w.Write([]byte{0, 0xff, 0xfe, 'x'})
 		case "/echo":
@@ -402,6 +404,8 @@ func TestFetchBodies(t *testing.T) {
 		{"far over the cap, chunked", fetchRequest{URL: base + "/chunked?n=" + strconv.Itoa(64<<20)}, "larger than the limit", 0, false},
 		{"cut on request", fetchRequest{URL: base + "/chunked?n=" + over, MaxBodyBytes: 1000}, "", 1000, true},
 		{"cut larger than the body", fetchRequest{URL: base + "/sized?n=10", MaxBodyBytes: 1000}, "", 10, false},
+		{"HEAD of a body over the cap", fetchRequest{URL: base + "/sized?n=" + strconv.Itoa(64<<20), Method: "head"}, "", 0, false},
+		{"HEAD redirected", fetchRequest{URL: base + "/to-sized?n=" + over, Method: "HEAD"}, "", 0, false},
 		{"cut above the cap is the cap", fetchRequest{URL: base + "/sized?n=" + over, MaxBodyBytes: 1 << 30}, "larger than the limit", 0, false},
 		{"negative cut", fetchRequest{URL: base + "/sized?n=1", MaxBodyBytes: -1}, "must not be negative", 0, false},
 		{"request body too large", fetchRequest{URL: base + "/echo", Method: "POST", Body: strings.Repeat("b", MaxFetchRequestBytes+1)}, "request body is", 0, false},
