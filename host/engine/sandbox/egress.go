@@ -307,16 +307,19 @@ func (e egress) fetch(ctx context.Context, req fetchRequest) (fetchResponse, err
 	e.applySecrets(hr.Header, secrets, u)
 	c := e.client(secrets)
 	defer c.CloseIdleConnections()
+	// What the answer brings back of a secret is hidden from the plugin
+	// (see secrets.go): its errors, URL, headers and body.
+	rd := newRedactor(secrets)
 	resp, err := c.Do(hr)
 	if err != nil {
 		var ue *url.Error
 		if errors.As(err, &ue) && errors.Is(ue.Err, errDenied) {
-			return fetchResponse{}, ue.Err
+			return fetchResponse{}, rd.error(ue.Err)
 		}
 		if errors.Is(err, errDenied) {
-			return fetchResponse{}, err
+			return fetchResponse{}, rd.error(err)
 		}
-		return fetchResponse{}, fmt.Errorf("request failed: %v", err)
+		return fetchResponse{}, rd.error(fmt.Errorf("request failed: %v", err))
 	}
 	defer resp.Body.Close()
 
@@ -329,16 +332,20 @@ func (e egress) fetch(ctx context.Context, req fetchRequest) (fetchResponse, err
 	if !cut && resp.ContentLength > limit && resp.Request.Method != http.MethodHead {
 		return fetchResponse{}, fmt.Errorf("response is %d bytes, larger than the limit of %d (ask for a cut with max_body_bytes)", resp.ContentLength, limit)
 	}
-	body, err := io.ReadAll(io.LimitReader(resp.Body, limit+1))
+	// A secret that starts before the cut is read whole, so that it is
+	// hidden whole rather than cut into a prefix the plugin could read.
+	raw, err := io.ReadAll(io.LimitReader(resp.Body, limit+1+int64(rd.longest)))
 	if err != nil {
-		return fetchResponse{}, fmt.Errorf("reading the response failed: %v", err)
+		return fetchResponse{}, rd.error(fmt.Errorf("reading the response failed: %v", err))
 	}
-	out := fetchResponse{Status: resp.StatusCode, Headers: map[string]string{}, URL: resp.Request.URL.String()}
-	if int64(len(body)) > limit {
-		if !cut {
-			return fetchResponse{}, fmt.Errorf("response is larger than the limit of %d bytes (ask for a cut with max_body_bytes)", limit)
-		}
-		body, out.Truncated = body[:limit], true
+	out := fetchResponse{Status: resp.StatusCode, Headers: map[string]string{}, URL: rd.string(resp.Request.URL.String())}
+	over := int64(len(raw)) > limit
+	if over && !cut {
+		return fetchResponse{}, fmt.Errorf("response is larger than the limit of %d bytes (ask for a cut with max_body_bytes)", limit)
+	}
+	body := rd.bytes(raw)
+	if over {
+		body, out.Truncated = body[:min(int64(len(body)), limit)], true
 	}
 	// JSON strings hold text: bytes that are not UTF-8 would be mangled.
 	if utf8.Valid(body) {
@@ -347,7 +354,7 @@ func (e egress) fetch(ctx context.Context, req fetchRequest) (fetchResponse, err
 		out.Body, out.BodyEncoding = base64.StdEncoding.EncodeToString(body), "base64"
 	}
 	for k, v := range resp.Header {
-		out.Headers[strings.ToLower(k)] = strings.Join(v, ", ")
+		out.Headers[strings.ToLower(k)] = rd.string(strings.Join(v, ", "))
 	}
 	return out, nil
 }

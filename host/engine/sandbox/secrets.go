@@ -1,9 +1,14 @@
 package sandbox
 
 import (
+	"cmp"
+	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"net/url"
+	"slices"
+	"strings"
 
 	"github.com/toolhost/toolhost/host/engine"
 	"github.com/toolhost/toolhost/plugin"
@@ -71,4 +76,81 @@ func (e egress) applySecrets(h http.Header, secrets []engine.Secret, u *url.URL)
 // clear text, readable by anyone on the path.
 func (e egress) plaintextOK(u *url.URL) bool {
 	return u.Scheme == "https" || e.allowPrivate
+}
+
+// redactor hides the values of the secrets a request carried wherever the
+// answer brings them back: a server that echoes request headers (an
+// "invalid key sk-…" error, a debugging endpoint, a redirect to a URL
+// holding it) would otherwise hand the plugin the value it is never meant
+// to hold. Each value is replaced by "[secret NAME]" as is, URL-encoded
+// and JSON-escaped (the forms an honest echo takes); a server bound to the
+// secret that encodes it otherwise is trusted with it anyway.
+type redactor struct {
+	r       *strings.Replacer // nil when the request carried no secret
+	longest int               // bytes of the longest form replaced
+}
+
+func newRedactor(secrets []engine.Secret) redactor {
+	type form struct{ old, marker string }
+	var forms []form
+	for _, s := range secrets {
+		for _, f := range []string{s.Value, url.QueryEscape(s.Value), url.PathEscape(s.Value), jsonString(s.Value, true), jsonString(s.Value, false)} {
+			forms = append(forms, form{f, "[secret " + s.Name + "]"})
+		}
+	}
+	if len(forms) == 0 {
+		return redactor{}
+	}
+	// Longest first: a value that is a prefix of another's must not leave
+	// the rest of the longer one behind.
+	slices.SortStableFunc(forms, func(a, b form) int { return cmp.Compare(len(b.old), len(a.old)) })
+	var rd redactor
+	var pairs []string
+	for _, f := range forms {
+		pairs = append(pairs, f.old, f.marker)
+		rd.longest = max(rd.longest, len(f.old))
+	}
+	rd.r = strings.NewReplacer(pairs...)
+	return rd
+}
+
+// jsonString is v as it stands inside a JSON string, with or without
+// Go's escaping of <, > and &.
+func jsonString(v string, escapeHTML bool) string {
+	var b strings.Builder
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(escapeHTML)
+	enc.Encode(v)
+	q := strings.TrimSuffix(b.String(), "\n")
+	return q[1 : len(q)-1]
+}
+
+func (rd redactor) string(s string) string {
+	if rd.r == nil {
+		return s
+	}
+	return rd.r.Replace(s)
+}
+
+func (rd redactor) bytes(b []byte) []byte {
+	if rd.r == nil {
+		return b
+	}
+	return []byte(rd.r.Replace(string(b)))
+}
+
+// error is err with the secrets hidden in its text, still a denial if err
+// was one.
+func (rd redactor) error(err error) error {
+	if rd.r == nil || err == nil {
+		return err
+	}
+	msg := rd.r.Replace(err.Error())
+	switch {
+	case msg == err.Error():
+		return err
+	case errors.Is(err, errDenied):
+		return fmt.Errorf("%w: %s", errDenied, strings.TrimPrefix(msg, errDenied.Error()+": "))
+	}
+	return errors.New(msg)
 }
