@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"html"
 	"net/http"
 	"net/url"
 	"slices"
@@ -83,7 +84,7 @@ func (e egress) plaintextOK(u *url.URL) bool {
 // "invalid key sk-…" error, a debugging endpoint, a redirect to a URL
 // holding it) would otherwise hand the plugin the value it is never meant
 // to hold. Each value is replaced by "[secret NAME]" as is, URL-encoded
-// and JSON-escaped (the forms an honest echo takes); a server bound to the
+// JSON-escaped and HTML-escaped (the forms an honest echo takes); a server bound to the
 // secret that encodes it otherwise is trusted with it anyway.
 type redactor struct {
 	r       *strings.Replacer // nil when the request carried no secret
@@ -94,7 +95,7 @@ func newRedactor(secrets []engine.Secret) redactor {
 	type form struct{ old, marker string }
 	var forms []form
 	for _, s := range secrets {
-		for _, f := range []string{s.Value, url.QueryEscape(s.Value), url.PathEscape(s.Value), jsonString(s.Value, true), jsonString(s.Value, false)} {
+		for _, f := range []string{s.Value, url.QueryEscape(s.Value), url.PathEscape(s.Value), jsonString(s.Value, true), jsonString(s.Value, false), html.EscapeString(s.Value)} {
 			forms = append(forms, form{f, "[secret " + s.Name + "]"})
 		}
 	}

@@ -1,10 +1,14 @@
 package sandbox
 
 import (
+	"bytes"
+	"compress/gzip"
 	"context"
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
+	"html"
+	"io"
 	"net/http"
 	"net/netip"
 	"net/url"
@@ -24,7 +28,7 @@ func TestReflectedSecretIsHidden(t *testing.T) {
 	odd := `p@ss w/rd&"<q>+`
 	secrets := append(testSecrets(), engine.Secret{Name: "odd", Hosts: []string{"api.test"}, Header: "X-Odd", Value: odd})
 	forms := func(v string) []string {
-		return []string{v, url.QueryEscape(v), url.PathEscape(v), jsonString(v, true), jsonString(v, false)}
+		return []string{v, url.QueryEscape(v), url.PathEscape(v), jsonString(v, true), jsonString(v, false), html.EscapeString(v)}
 	}
 	if got := jsonString(odd, false); got != `p@ss w/rd&\"<q>+` {
 		t.Fatalf("jsonString(%q, false) = %q", odd, got)
@@ -43,6 +47,18 @@ func TestReflectedSecretIsHidden(t *testing.T) {
 			enc := json.NewEncoder(w)
 			enc.SetEscapeHTML(false)
 			enc.Encode(map[string]string{"got": tok, "odd": o})
+		case "/html":
+			fmt.Fprintf(w, "<p>%s %s</p>", html.EscapeString(tok), html.EscapeString(o))
+		case "/gzip": // compressed when the client says it takes it
+			if !strings.Contains(r.Header.Get("Accept-Encoding"), "gzip") {
+				fmt.Fprintf(w, "plain %s %s", tok, o)
+				return true
+			}
+			w.Header().Set("Content-Encoding", "gzip")
+			zw := gzip.NewWriter(w)
+			fmt.Fprintf(zw, "zipped %s %s", tok, o)
+			zw.Close()
+			return true
 		case "/binary":
 			w.Write(append([]byte{0xff, 0xfe}, tok...))
 		case "/query":
@@ -79,6 +95,10 @@ func TestReflectedSecretIsHidden(t *testing.T) {
 		if resp.BodyEncoding == "base64" {
 			b, _ := base64.StdEncoding.DecodeString(resp.Body)
 			seen += string(b)
+			if zr, err := gzip.NewReader(bytes.NewReader(b)); err == nil {
+				plain, _ := io.ReadAll(zr)
+				seen += string(plain)
+			}
 		}
 		for _, v := range []string{testSecretValue, odd} {
 			for _, f := range forms(v) {
@@ -91,10 +111,13 @@ func TestReflectedSecretIsHidden(t *testing.T) {
 			t.Errorf("%s: no sign of the hidden secret in %s", name, seen)
 		}
 	}
-	for _, path := range []string{"/header", "/body", "/json", "/json-plain", "/binary", "/query", "/path", "/denied"} {
+	for _, path := range []string{"/header", "/body", "/json", "/json-plain", "/html", "/gzip", "/binary", "/query", "/path", "/denied"} {
 		resp, err := e.fetch(t.Context(), fetchRequest{URL: base + path, Secrets: asked})
 		check(path, resp, err)
 	}
+	// The plugin asking for the answer compressed.
+	resp, err := e.fetch(t.Context(), fetchRequest{URL: base + "/gzip", Secrets: asked, Headers: map[string]string{"accept-encoding": "gzip"}})
+	check("/gzip asked compressed", resp, err)
 	hidden := strings.Repeat("a", 100) + "[secret api_key]" + strings.Repeat("b", 100)
 	for n := 100; n <= 100+len(testSecretValue); n++ {
 		resp, err := e.fetch(t.Context(), fetchRequest{URL: base + "/cut", Secrets: asked, MaxBodyBytes: int64(n)})
@@ -106,7 +129,7 @@ func TestReflectedSecretIsHidden(t *testing.T) {
 		t.Fatal("the bound server never got the secret: the test tests nothing")
 	}
 	// Without secrets asked for, nothing is rewritten.
-	resp, err := e.fetch(t.Context(), fetchRequest{URL: base + "/cut", MaxBodyBytes: 150})
+	resp, err = e.fetch(t.Context(), fetchRequest{URL: base + "/cut", MaxBodyBytes: 150})
 	if err != nil || resp.Body != strings.Repeat("a", 100)+strings.Repeat("b", 50) || !resp.Truncated {
 		t.Fatalf("no secrets: %+v, %v", resp, err)
 	}
