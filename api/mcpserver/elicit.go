@@ -282,7 +282,18 @@ func (s *Server) callGoverned(ctx context.Context, req *mcp.CallToolRequest) (*m
 		return s.answer(ctx, req, pc.res, pc.err), nil
 	case <-asks:
 		if slot, ok := ctx.Value(parkSlotKey{}).(*parkSlot); ok {
-			slot.state = pc.state
+			slot.state, slot.pc = pc.state, pc
+			go func() {
+				// Decided without the user (an operator, a deny rule,
+				// the timeout, shutdown): withdraw the question the
+				// SDK's round trip may have open with the client.
+				select {
+				case <-pc.done:
+					slot.withdraw()
+				case <-slot.retried: // the user answered
+				case <-slot.over:
+				}
+			}()
 		}
 		pc.events.set(nil) // this request ends; the retry takes over
 		go func() {
@@ -294,35 +305,6 @@ func (s *Server) callGoverned(ctx context.Context, req *mcp.CallToolRequest) (*m
 	}
 }
 
-// parkSlot tells settleParked which call a tools/call request parked.
-type parkSlot struct{ state string }
-
-type parkSlotKey struct{}
-
-// settleParked ends the call a tools/call request parked when the request
-// itself fails. With a client before 2026-07-28 the SDK asks the user
-// itself (elicitation/create) and retries the handler with the answer; when
-// that round trip fails (the client answers with an error or a form that
-// does not validate, or the request is cancelled), the client is told the
-// call failed, and the parked call must not run later — an operator could
-// otherwise still approve it. A 2026-07-28 client gets the input-required
-// result without error and retries on its own; its parked call waits.
-func (s *Server) settleParked(next mcp.MethodHandler) mcp.MethodHandler {
-	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
-		if method != "tools/call" {
-			return next(ctx, method, req)
-		}
-		slot := &parkSlot{}
-		res, err := next(context.WithValue(ctx, parkSlotKey{}, slot), method, req)
-		if err != nil && slot.state != "" {
-			if pc := s.parked.take(slot.state); pc != nil {
-				pc.cancel()
-			}
-		}
-		return res, err
-	}
-}
-
 // inputRequired is the answer that asks the client for approval.
 func inputRequired(pc *parkedCall) *mcp.CallToolResult {
 	return &mcp.CallToolResult{InputRequests: mcp.InputRequestMap{approvalKey: pc.ask}, RequestState: pc.state}
@@ -331,6 +313,9 @@ func inputRequired(pc *parkedCall) *mcp.CallToolResult {
 // resume hands the user's answer to the parked call and returns its result.
 func (s *Server) resume(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 	p := req.Params
+	if slot, ok := ctx.Value(parkSlotKey{}).(*parkSlot); ok && slot.state == p.RequestState {
+		slot.retry()
+	}
 	answer, answered := p.InputResponses[approvalKey].(*mcp.ElicitResult)
 	var again *mcp.CallToolResult
 	pc := s.parked.takeIf(p.RequestState, func(pc *parkedCall) bool {
