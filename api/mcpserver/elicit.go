@@ -322,11 +322,11 @@ func (s *Server) resume(ctx context.Context, req *mcp.CallToolRequest) (*mcp.Cal
 		if !sameSession(pc.session, req.Session) || pc.tool != p.Name || !sameArguments(pc.args, p.Arguments) {
 			return false
 		}
-		if !answered {
+		if !answered && !isDone(pc) {
 			again = inputRequired(pc) // stays parked
 			return false
 		}
-		return true
+		return true // answered, or decided already: nothing to ask
 	})
 	if again != nil {
 		return again, nil
@@ -337,9 +337,11 @@ func (s *Server) resume(ctx context.Context, req *mcp.CallToolRequest) (*mcp.Cal
 	}
 	pc.events.set(host.CallEventsOf(ctx))
 	defer pc.events.set(nil)
-	select {
-	case pc.answer <- elicitAnswer(answer):
-	default:
+	if answered {
+		select {
+		case pc.answer <- elicitAnswer(answer):
+		default:
+		}
 	}
 	select {
 	case <-pc.done:
