@@ -19,6 +19,14 @@ import (
 // the log holds one decision record per call and verifies, and serve exits
 // cleanly.
 func TestMCPQuestionDecidedElsewhere(t *testing.T) {
+	for _, via := range []string{"http", "toolhost mcp"} {
+		t.Run(via, func(t *testing.T) { questionDecidedElsewhere(t, via) })
+	}
+}
+
+// questionDecidedElsewhere runs the test over /mcp or over `toolhost mcp`
+// in front of the serve (the question then crosses the control socket).
+func questionDecidedElsewhere(t *testing.T, via string) {
 	w := newWorld(t)
 	w.run("plugin", "install", filepath.Join(w.dir, "time.plugin"))
 	w.run("policy", "set", "get_current_time", "ask")
@@ -31,11 +39,15 @@ func TestMCPQuestionDecidedElsewhere(t *testing.T) {
 			return nil, ctx.Err()
 		},
 	})
-	hc := &http.Client{Transport: bearer{token: s.token}}
-	cs, err := c.Connect(context.Background(), &mcp.StreamableClientTransport{Endpoint: s.url + "/mcp", HTTPClient: hc}, &mcp.ClientSessionOptions{ProtocolVersion: "2025-11-25"})
+	var tr mcp.Transport = &mcp.StreamableClientTransport{Endpoint: s.url + "/mcp", HTTPClient: &http.Client{Transport: bearer{token: s.token}}}
+	if via != "http" {
+		tr = &mcp.CommandTransport{Command: w.cmd("mcp")}
+	}
+	cs, err := c.Connect(context.Background(), tr, &mcp.ClientSessionOptions{ProtocolVersion: "2025-11-25"})
 	if err != nil {
 		t.Fatal(err)
 	}
+	defer cs.Close()
 	call := func(decide func(id string)) string {
 		t.Helper()
 		got := make(chan string, 1)
