@@ -18,8 +18,15 @@ import (
 // client gets the call's outcome at once (it used to wait for its user),
 // the log holds one decision record per call and verifies, and serve exits
 // cleanly.
+//
+// It runs over `toolhost mcp` in front of serve. Over streamable HTTP the
+// go-sdk v1.8.0 client never receives the withdrawal of its question (the
+// SDK sends it after the request's stream closed), so its blocked question
+// handler holds the client's Close, and the outcome at shutdown races the
+// server's exit; api/mcpserver's TestDecidedWhileClientIsAsked covers the
+// HTTP transport in process.
 func TestMCPQuestionDecidedElsewhere(t *testing.T) {
-	for _, via := range []string{"http", "toolhost mcp"} {
+	for _, via := range []string{"toolhost mcp"} {
 		t.Run(via, func(t *testing.T) { questionDecidedElsewhere(t, via) })
 	}
 }
