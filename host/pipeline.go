@@ -45,13 +45,17 @@ func (h *Host) Call(ctx context.Context, tool string, args []byte) (json.RawMess
 		}
 		rec.Outcome, rec.Message, err = terr.Code, terr.Message, terr
 	}
-	// Observers record even a cancelled call, so they must not see the
-	// caller's cancellation.
+	h.observe(ctx, rec)
+	return res, err
+}
+
+// observe hands a finished call's record to every observer. They record
+// even a cancelled call, so they must not see the caller's cancellation.
+func (h *Host) observe(ctx context.Context, rec CallRecord) {
 	octx := context.WithoutCancel(ctx)
 	for _, o := range h.opts.Observers {
 		o.ObserveCall(octx, rec)
 	}
-	return res, err
 }
 
 // call is the pipeline proper; it fills rec as it learns.
@@ -268,8 +272,5 @@ func (h *Host) RecordRefused(ctx context.Context, tool string, request []byte, e
 	} else {
 		rec.Tool = recordedName(tool)
 	}
-	octx := context.WithoutCancel(ctx)
-	for _, o := range h.opts.Observers {
-		o.ObserveCall(octx, rec)
-	}
+	h.observe(ctx, rec)
 }
