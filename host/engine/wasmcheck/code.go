@@ -1,5 +1,54 @@
 package wasmcheck
 
+import "fmt"
+
+func (c *checker) code(s *reader) error {
+	c.seenCode = true
+	off := s.pos
+	n, err := s.count("entries", 3)
+	if err != nil {
+		return err
+	}
+	if n != len(c.funcTypes) {
+		return s.errf(off, "code section has %d function bodies but the function section declares %d functions", n, len(c.funcTypes))
+	}
+	for i := range n {
+		sizeOff := s.pos
+		size, err := s.u32("function body size")
+		if err != nil {
+			return err
+		}
+		body, err := s.sub(size, s.sec, fmt.Sprintf("function body %d", i), sizeOff)
+		if err != nil {
+			return err
+		}
+		c.maxBodySize = max(c.maxBodySize, int(size))
+		decls, err := body.count("local declarations", 2)
+		if err != nil {
+			return err
+		}
+		locals := uint64(c.typeParams[c.funcTypes[i]])
+		var declared uint64
+		for range decls {
+			k, err := body.u32("local count")
+			if err != nil {
+				return err
+			}
+			if err := c.valType(body, "local type"); err != nil {
+				return err
+			}
+			declared += uint64(k) // at most 2^32 * len(wasm): no overflow
+		}
+		locals += declared
+		c.m.TotalLocals += int64(min(declared, 1<<40))
+		c.m.MaxFunctionLocals = int(min(max(uint64(c.m.MaxFunctionLocals), locals), 1<<40))
+		if err := c.instructions(body, i); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // instructions walks one function body's instruction sequence. It decodes
 // every immediate so that it stays in sync with the encoding (an unknown
 // opcode is an error, never skipped), tracks block nesting so the body must
