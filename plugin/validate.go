@@ -5,6 +5,8 @@ import (
 	"path"
 	"regexp"
 	"strings"
+
+	"github.com/toolhost/toolhost/internal/clip"
 )
 
 var (
@@ -167,9 +169,12 @@ func checkText(field, s string) error {
 	return nil
 }
 
+// truncate shortens untrusted text quoted in an error to its first 80
+// bytes, cut between UTF-8 characters (a cut inside one would show as
+// \xe2… through %q).
 func truncate(s string) string {
-	if len(s) > 80 {
-		return s[:80] + "…"
+	if start, _, cut := clip.Middle(s, 80, 0); cut {
+		return start + "…"
 	}
 	return s
 }
