@@ -186,7 +186,17 @@ func (s *Store) sealFirst() error {
 	if err := checkSpace(s.dir, 0); err != nil {
 		return err
 	}
-	if err := s.db.Update(s.reseal); err != nil {
+	err := s.db.Update(func(txn *badger.Txn) error {
+		// A new store is born with its identity; one from before seals
+		// (it holds records) adopts one.
+		if _, err := getIdentity(txn); errors.Is(err, ErrNotFound) {
+			if _, err := setIdentity(txn, hasAnyKey(txn)); err != nil {
+				return err
+			}
+		}
+		return s.reseal(txn)
+	})
+	if err != nil {
 		return fmt.Errorf("store: seal the security state: %w", err)
 	}
 	return s.sync()

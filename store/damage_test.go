@@ -50,6 +50,9 @@ func populate(t testing.TB) populated {
 	if err := st.SetPolicy(store.PolicyRule{Pattern: "a_*", Action: store.PolicyDeny}); err != nil {
 		t.Fatal(err)
 	}
+	if err := st.MarkJournalAnnounced(); err != nil {
+		t.Fatal(err)
+	}
 	if err := st.Close(); err != nil {
 		t.Fatal(err)
 	}
@@ -92,6 +95,13 @@ func TestSecurityStateEditedOutsideToolhostFailsClosed(t *testing.T) {
 		// An unrecorded change must not be hidden from the next start.
 		"journal entry deleted": func(txn *badger.Txn) error { return txn.Delete([]byte("journal/e/00000000000000000004")) },
 		"journal mark raised":   func(txn *badger.Txn) error { return txn.Set([]byte("journal/recorded"), []byte("99")) },
+		// Records name the store by its identity: another store's must not
+		// be taken for this one's.
+		"store identity changed": func(txn *badger.Txn) error {
+			return txn.Set([]byte("journal/id"), []byte(`{"id":"00000000000000000000000000000000"}`))
+		},
+		"store identity deleted": func(txn *badger.Txn) error { return txn.Delete([]byte("journal/id")) },
+		"announced mark deleted": func(txn *badger.Txn) error { return txn.Delete([]byte("journal/announced")) },
 		"everything deleted": func(txn *badger.Txn) error {
 			it := txn.NewIterator(badger.DefaultIteratorOptions)
 			var keys [][]byte

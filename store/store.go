@@ -19,7 +19,9 @@
 // write is refused with ErrNoSpace before it starts when the disk could fill
 // during it; every operator change adds an entry to a change journal in
 // its own transaction (journal.go), from which the audit log recovers the
-// record of a change whose process died before recording it. What it does
+// record of a change whose process died before recording it; every store
+// has a random identity made with it (identity.go), which the records of
+// its changes carry. What it does
 // not do: protect against anyone who can read the
 // key file (they can reseal any state), or roll back to a consistent older
 // state by itself.
@@ -50,7 +52,8 @@ type Store struct {
 	db      *badger.DB
 	dir     string
 	keyPath string
-	key     []byte // MAC key of the security state; immutable after Open
+	key     []byte   // MAC key of the security state; immutable after Open
+	id      Identity // the store's identity (identity.go); immutable after Open
 
 	// writeMu serializes writes, so that the anchor file (DIR.seal)
 	// follows the seal of each commit in order.
@@ -101,6 +104,10 @@ func Open(dir string, log *slog.Logger) (st *Store, err error) {
 	}
 	s := &Store{db: db, dir: dir, keyPath: dir + ".key"}
 	if err := s.loadStateKey(); err != nil {
+		db.Close()
+		return nil, err
+	}
+	if err := s.loadIdentity(); err != nil {
 		db.Close()
 		return nil, err
 	}

@@ -100,7 +100,8 @@ func TestStoreChangeWithoutRecordIsRecordedAtNextOpen(t *testing.T) {
 }
 
 // Changes made through the CLI are recorded once each, with the store's
-// journal number of their change, and the next open recovers nothing.
+// identity and journal number of their change, and the next open
+// recovers nothing.
 func TestCLIChangesCarryTheirStoreSeq(t *testing.T) {
 	dir := t.TempDir()
 	home := filepath.Join(dir, "home")
@@ -121,11 +122,12 @@ func TestCLIChangesCarryTheirStoreSeq(t *testing.T) {
 	}
 	cli(t, home, exitOK, "plugin", "list")
 	recs := auditRecords(t, home)
+	id := storeIdentity(t, home)
 	var actions []string
 	for i, r := range recs {
 		actions = append(actions, r.Action)
-		if r.Actor != "cli" || r.StoreSeq != uint64(i+1) {
-			t.Errorf("record %d (%s %s): actor %q, store_seq %d; want cli, %d", i, r.Action, r.Subject, r.Actor, r.StoreSeq, i+1)
+		if r.Actor != "cli" || r.StoreSeq != uint64(i+1) || r.StoreID != id {
+			t.Errorf("record %d (%s %s): actor %q, store_seq %d, store_id %q; want cli, %d, %s", i, r.Action, r.Subject, r.Actor, r.StoreSeq, r.StoreID, i+1, id)
 		}
 	}
 	if got := strings.Join(actions, " "); got != "trust_add policy_set install policy_unset remove" {

@@ -99,6 +99,9 @@ func appendRecord(dst []byte, r *Record) (_ []byte, ok bool) {
 	if r.StoreSeq != 0 {
 		dst = strconv.AppendUint(append(dst, `,"store_seq":`...), r.StoreSeq, 10)
 	}
+	if r.StoreID != "" {
+		dst = appendJSONString(append(dst, `,"store_id":`...), r.StoreID)
+	}
 	return append(dst, '}'), true
 }
 

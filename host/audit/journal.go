@@ -3,7 +3,6 @@ package audit
 import (
 	"errors"
 	"fmt"
-	"os"
 	"time"
 
 	"github.com/toolhost/toolhost/store"
@@ -16,7 +15,8 @@ import (
 // change in effect with no record, and a log that verifies. The store
 // therefore journals every change in the change's own transaction
 // (store/journal.go), and the records of changes carry the journal's
-// number of their change (store_seq):
+// number of their change (store_seq) and the store's identity (store_id,
+// storeid.go):
 //
 //   - Recorder.Journaled makes a change and appends its record under one
 //     lock, so the journal's number read after the change is that
@@ -35,10 +35,13 @@ import (
 // Journal is the store's change journal as the Recorder and Reconcile use
 // it: *store.Store.
 type Journal interface {
+	Identity() store.Identity
 	JournalSeq() (uint64, error)
 	JournalSince(seq uint64) ([]store.JournalEntry, error)
 	JournalRecorded() (uint64, error)
 	MarkJournalRecorded(seq uint64) error
+	JournalAnnounced() (bool, error)
+	MarkJournalAnnounced() error
 }
 
 var _ Journal = (*store.Store)(nil)
@@ -74,7 +77,7 @@ func (r *Recorder) Journaled(actor string, change func() (action, subject, detai
 	}
 	rec := Record{Kind: KindChange, Action: action, Subject: subject, Detail: detail, Actor: actor}
 	if stored {
-		rec.StoreSeq = after
+		rec.StoreSeq, rec.StoreID = after, r.Journal.Identity().ID
 	}
 	if err != nil {
 		sep := ""
@@ -105,34 +108,62 @@ func (r *Recorder) journalSeq() (uint64, error) {
 // record, and returns how many it appended. Call it where the process
 // that holds the store opens the log, before anything is served.
 //
+// Records are matched to changes by (store_id, store_seq): the journal
+// numbers each store's changes from 1, so a number alone would match a
+// change of a new store to a record of the store deleted before it
+// (storeid.go). At a store's first Reconcile, a log that already holds
+// records gets an audit_store_changed record saying it now follows this
+// store (announce).
+//
 // Only the entries above j's recorded mark are looked at (none, unless a
 // process stopped between a change and its mark). For those, the log is
 // read from its end back to the first such change's time (by clockSlack):
-// the last record there with a store_seq says through which change the
-// log records them; a log with none there (one that recorded no journaled
-// change since, an older log before store_seq) records none of them. A
-// journal with nothing above its mark (a new home, a store from before the
-// journal, a log begun anew by hand) reads nothing and appends nothing.
+// the last record there of this store's changes with a store_seq says
+// through which change the log records them; a log with none there (one
+// that recorded no journaled change of this store since, an older log
+// before store_seq) records none of them. A journal with nothing above
+// its mark (a new home, a store from before the journal, a log begun anew
+// by hand) reads nothing more.
 func Reconcile(l *Log, j Journal) (int, error) {
+	id := j.Identity()
+	n, err := announce(l, j, id)
+	if err != nil {
+		return n, fmt.Errorf("audit: check the store's changes against the log: %w", err)
+	}
 	mark, err := j.JournalRecorded()
 	if err != nil {
-		return 0, fmt.Errorf("audit: check the store's changes against the log: %w", err)
+		return n, fmt.Errorf("audit: check the store's changes against the log: %w", err)
 	}
 	pending, err := j.JournalSince(mark)
 	if err != nil || len(pending) == 0 {
 		if err != nil {
 			err = fmt.Errorf("audit: check the store's changes against the log: %w", err)
 		}
-		return 0, err
+		return n, err
 	}
-	last, err := lastStoreSeq(l.Path(), pending[0].Time.Add(-clockSlack))
+	found, err := lastStoreSeq(l.Path(), id, pending[0].Time.Add(-clockSlack))
 	if err != nil {
-		return 0, fmt.Errorf("audit: check the store's changes against %s: %w", l.Path(), err)
+		return n, fmt.Errorf("audit: check the store's changes against %s: %w", l.Path(), err)
 	}
-	n := 0
+	if found.other {
+		if err := appendStoreChanged(l, id, "the change records before this one that carry a store_seq, back to this store's last, are of another store (its store directory was put in place of this one, or this one in place of it)"); err != nil {
+			return n, err
+		}
+		n++
+	}
+	last := found.seq
+	if end := pending[len(pending)-1].Seq; last > end {
+		if _, err := l.Append(Record{Kind: KindChange, Action: "audit_store_restored", Subject: storeSubject, Actor: RecoveredActor, StoreID: id.ID,
+			Detail: fmt.Sprintf("at start: this log records changes of this store through store_seq %d, but the store's change journal ends at %d: the store was restored from an older copy (a backup of its directory with its key and seal). "+
+				"The changes recorded before this record with store_seq above the copy's last change are not in effect; the store numbers its changes after the copy's again, so store_seq values repeat: a record accounts for the change of its store_id and store_seq made last before it", last, end)}); err != nil {
+			return n, err
+		}
+		n++
+		last = 0 // the records found are of changes the copy does not hold
+	}
 	if first := pending[0].Seq; first > mark+1 && first > last+1 {
 		from := max(mark, last) + 1
-		if _, err := l.Append(Record{Kind: KindChange, Action: "audit_journal_gap", Subject: FileName, Actor: RecoveredActor,
+		if _, err := l.Append(Record{Kind: KindChange, Action: "audit_journal_gap", Subject: FileName, Actor: RecoveredActor, StoreID: id.ID,
 			Detail: fmt.Sprintf("recovered at start: the store made changes %d to %d, which this log does not record and the store's change journal no longer holds (it keeps the last 64): what they were cannot be told here", from, first-1)}); err != nil {
 			return n, err
 		}
@@ -144,7 +175,7 @@ func Reconcile(l *Log, j Journal) (int, error) {
 		}
 		detail := fmt.Sprintf("recovered at start: made in the store at %s but not recorded before toolhost stopped: %s",
 			e.Time.UTC().Format(time.RFC3339Nano), e.Description)
-		if _, err := l.Append(Record{Kind: KindChange, Action: e.Action, Subject: e.Subject, Detail: detail, Actor: RecoveredActor, StoreSeq: e.Seq}); err != nil {
+		if _, err := l.Append(Record{Kind: KindChange, Action: e.Action, Subject: e.Subject, Detail: detail, Actor: RecoveredActor, StoreSeq: e.Seq, StoreID: id.ID}); err != nil {
 			return n, err
 		}
 		n++
@@ -153,28 +184,4 @@ func Reconcile(l *Log, j Journal) (int, error) {
 		return n, fmt.Errorf("audit: %w", err)
 	}
 	return n, nil
-}
-
-// lastStoreSeq is the store_seq of the last record of the log at path
-// that has one, looking back no further than records older than stop; 0
-// if there is none.
-func lastStoreSeq(path string, stop time.Time) (uint64, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return 0, err
-	}
-	defer f.Close()
-	st, err := f.Stat()
-	if err != nil {
-		return 0, err
-	}
-	var seq uint64
-	err = scanBack(f, st.Size(), recentChunk, func(rec Record) bool {
-		if rec.StoreSeq != 0 {
-			seq = rec.StoreSeq
-			return true
-		}
-		return rec.Time.Before(stop)
-	})
-	return seq, err
 }

@@ -70,6 +70,11 @@ func newJournalFixture(t *testing.T) *journalFixture {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { l.Close() })
+	// As toolhost does where it opens them: the store is announced to the
+	// log (which is empty: nothing is appended).
+	if n, err := Reconcile(l, st); err != nil || n != 0 {
+		t.Fatalf("first Reconcile = %d, %v", n, err)
+	}
 	return &journalFixture{st: st, log: l, rec: &Recorder{Log: l, Journal: st}}
 }
 

@@ -49,7 +49,8 @@ type Record struct {
 	// trust_unrevoke, trust_threshold, policy_set, policy_unset,
 	// config_set, secret_set, secret_remove, approval_approve,
 	// approval_deny, approval_timeout; the log's own: audit_repair,
-	// audit_unchecked_start, audit_journal_gap (journal.go).
+	// audit_unchecked_start, audit_journal_gap, audit_store_changed,
+	// audit_store_restored (journal.go).
 	Action  string `json:"action,omitempty"`
 	Subject string `json:"subject,omitempty"`
 	Detail  string `json:"detail,omitempty"`
@@ -58,6 +59,11 @@ type Record struct {
 	// record accounts for (store.JournalEntry.Seq), for changes the store
 	// made; 0 (left out) otherwise. See journal.go.
 	StoreSeq uint64 `json:"store_seq,omitempty"`
+	// StoreID is the identity of the store whose change journal StoreSeq
+	// numbers (store.Identity.ID), on the records of its changes and on
+	// the log's own records about that store; "" (left out) otherwise,
+	// and on records written before stores had identities. See journal.go.
+	StoreID string `json:"store_id,omitempty"`
 
 	Hash string `json:"hash"`
 }
@@ -69,7 +75,7 @@ var recordShape = strictjson.Object{
 	"decided_by": strictjson.Any{}, "outcome": strictjson.Any{}, "message": strictjson.Any{},
 	"duration_ms": strictjson.Any{}, "waited_ms": strictjson.Any{},
 	"action": strictjson.Any{}, "subject": strictjson.Any{}, "detail": strictjson.Any{}, "actor": strictjson.Any{},
-	"store_seq": strictjson.Any{}, "hash": strictjson.Any{},
+	"store_seq": strictjson.Any{}, "store_id": strictjson.Any{}, "hash": strictjson.Any{},
 }
 
 var hashRE = regexp.MustCompile(`^[0-9a-f]{64}$`)
@@ -131,10 +137,10 @@ func validStrings(r *Record) {
 
 // stringsOf is every string of r that its writer chose (all but Prev and
 // Hash, which the log sets).
-func stringsOf(r *Record) [14]*string {
+func stringsOf(r *Record) [15]*string {
 	return [...]*string{
 		&r.Kind, &r.Entry, &r.Tool, &r.Plugin, &r.Digest, &r.ArgumentsSHA256,
 		&r.Decision, &r.DecidedBy, &r.Outcome, &r.Message,
-		&r.Action, &r.Subject, &r.Detail, &r.Actor,
+		&r.Action, &r.Subject, &r.Detail, &r.Actor, &r.StoreID,
 	}
 }

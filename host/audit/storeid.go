@@ -1,0 +1,132 @@
+package audit
+
+import (
+	"fmt"
+	"os"
+	"time"
+
+	"github.com/toolhost/toolhost/store"
+)
+
+// Which store a change record accounts for.
+//
+// A store's change journal numbers its changes 1, 2, 3, …; a store
+// deleted and made anew beside a kept log numbers from 1 again, and a
+// copy restored from a backup numbers after the copy's last change again.
+// A store_seq alone would then match a change of the new store to a
+// record of the old one, and Reconcile would take an unrecorded change
+// for recorded. So every store has a random identity made with it
+// (store.Identity), change records carry it as store_id beside store_seq,
+// and Reconcile matches on both:
+//
+//   - a record with this store's store_id accounts for this store's
+//     change; one without store_id (written before identities) only for a
+//     store whose identity was adopted (it existed before identities);
+//     any other is another store's;
+//   - at a store's first Reconcile (store.MarkJournalAnnounced), a log
+//     that already holds records and a store born with its identity (not
+//     adopted) mean the store was deleted or replaced while the log was
+//     kept: an audit_store_changed record says the log now follows this
+//     store. Where Reconcile reads the log (a change pending), the newest
+//     change records being another store's says the same;
+//   - where Reconcile reads the log and finds this store's changes
+//     recorded beyond the journal's end, the store was restored from an
+//     older copy: an audit_store_restored record says so, and the pending
+//     changes, whose numbers those records reuse, are recorded.
+
+// storeSubject is the subject of the log's records about the store.
+const storeSubject = "store"
+
+// owns reports whether a change record with store_id storeID accounts for
+// a change of the store id.
+func owns(id store.Identity, storeID string) bool {
+	return storeID == id.ID || storeID == "" && id.Adopted
+}
+
+// announce checks, at the first Reconcile of the store id, whether l was
+// kept from beside another store, and says so in l if it was; it returns
+// the records it appended.
+func announce(l *Log, j Journal, id store.Identity) (int, error) {
+	done, err := j.JournalAnnounced()
+	if err != nil || done {
+		return 0, err
+	}
+	n := 0
+	if seq, _ := l.Head(); seq > 0 && !id.Adopted {
+		// A kill after the record but before the store's mark leaves it
+		// last: it is not written twice.
+		last, err := lastRecord(l.Path())
+		if err != nil {
+			return 0, err
+		}
+		if last.Action != "audit_store_changed" || last.StoreID != id.ID {
+			if err := appendStoreChanged(l, id, "it is a new store, whose change journal began at 1 beside this log's earlier records: those were made beside another store (the home's store directory was deleted or replaced while this log was kept)"); err != nil {
+				return 0, err
+			}
+			n++
+		}
+	}
+	return n, j.MarkJournalAnnounced()
+}
+
+func appendStoreChanged(l *Log, id store.Identity, why string) error {
+	_, err := l.Append(Record{Kind: KindChange, Action: "audit_store_changed", Subject: storeSubject, Actor: RecoveredActor, StoreID: id.ID,
+		Detail: fmt.Sprintf("at start: this log now records the changes of the store with store_id %s: %s. "+
+			"A store_seq numbers the changes of the store its record's store_id names (a record without store_id: of the store from before stores had identities)", id.ID, why)})
+	return err
+}
+
+// storeSeqFound is what lastStoreSeq found.
+type storeSeqFound struct {
+	seq   uint64 // store_seq of the newest record of the store's changes; 0 for none
+	other bool   // a change record of another store came after it
+}
+
+// lastStoreSeq looks for the newest record of a change of the store id in
+// the log at path, looking back no further than records older than stop,
+// nor than the log's audit_store_changed record for id (the log follows id
+// from there).
+func lastStoreSeq(path string, id store.Identity, stop time.Time) (storeSeqFound, error) {
+	var found storeSeqFound
+	f, err := os.Open(path)
+	if err != nil {
+		return found, err
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		return found, err
+	}
+	err = scanBack(f, st.Size(), recentChunk, func(rec Record) bool {
+		switch {
+		case rec.Action == "audit_store_changed" && rec.StoreID == id.ID:
+			return true
+		case rec.StoreSeq != 0 && owns(id, rec.StoreID):
+			found.seq = rec.StoreSeq
+			return true
+		case rec.StoreSeq != 0:
+			found.other = true
+		}
+		return rec.Time.Before(stop)
+	})
+	return found, err
+}
+
+// lastRecord is the last record of the log at path (zero if none).
+func lastRecord(path string) (Record, error) {
+	var last Record
+	f, err := os.Open(path)
+	if err != nil {
+		return last, err
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		return last, err
+	}
+	err = scanBack(f, st.Size(), recentChunk, func(rec Record) bool {
+		last = rec
+		return true
+	})
+	return last, err
+}
