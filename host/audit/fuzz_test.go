@@ -20,6 +20,7 @@ func FuzzVerify(f *testing.F) {
 	l.Append(Record{Kind: KindCall, Tool: "t", Outcome: "ok", DurationMS: 1.5})
 	l.Append(Record{Kind: KindChange, Action: "install", Subject: "x"})
 	l.Append(Record{Kind: KindChange, Action: "remove", Subject: "x", StoreSeq: 7})
+	l.Append(Record{Kind: KindChange, Action: "remove", Subject: "y", StoreSeq: 8, StoreID: "0123456789abcdef0123456789abcdef"})
 	l.Close()
 	seed, _ := readAll(l.Path())
 	f.Add(seed)
@@ -72,7 +73,7 @@ func FuzzEncodeMatchesJSON(f *testing.F) {
 			Decision: outcome, DecidedBy: message, Outcome: outcome, Message: message,
 			DurationMS: dur, WaitedMS: waited,
 			Action: detail, Subject: message, Detail: detail, Actor: entry,
-			StoreSeq: seq ^ uint64(sec),
+			StoreSeq: seq ^ uint64(sec), StoreID: outcome,
 		}
 		if nsec%3 == 0 {
 			r.Time = time.Unix(sec, nsec).In(time.FixedZone("", int(nsec%50000)))
@@ -153,7 +154,7 @@ func FuzzAppendReadsBack(f *testing.F) {
 		rs := []Record{
 			{Kind: KindCall, Tool: tool, Plugin: detail, Outcome: message, Message: message, DecidedBy: detail},
 			{Kind: KindCall, Tool: tool, Message: message, Arguments: json.RawMessage(args)},
-			{Kind: KindChange, Action: tool, Subject: detail, Detail: message, Actor: detail, StoreSeq: uint64(len(tool)) + 1},
+			{Kind: KindChange, Action: tool, Subject: detail, Detail: message, Actor: detail, StoreSeq: uint64(len(tool)) + 1, StoreID: message},
 		}
 		for _, r := range rs {
 			if !json.Valid(r.Arguments) {
