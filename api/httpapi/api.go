@@ -120,13 +120,17 @@ func New(b Backend, opts Options) (*API, error) {
 }
 
 // Shutdown is the graceful end: it waits until no tool call is running (or
-// ctx ends), then ends the MCP sessions, whose GET streams would otherwise
+// ctx ends), then until every /mcp answer owed is written (a call's end
+// comes before its answer is on the wire; mcpserver.AnswerGrace bounds
+// that wait), then ends the MCP sessions, whose GET streams would otherwise
 // keep http.Server.Shutdown waiting, and stops following the backend. Run
 // it next to http.Server.Shutdown, e.g. with RegisterOnShutdown. It does not
 // close the backend.
 func (a *API) Shutdown(ctx context.Context) error {
 	err := a.running.waitIdle(ctx)
-	a.Close()
+	if !a.mcp.Drain(ctx) && err == nil {
+		err = errors.New("httpapi: MCP answers still unwritten at the shutdown grace: their clients did not read them")
+	}
 	return err
 }
 

@@ -105,6 +105,9 @@ func (s *Server) Handler(opts HTTPOptions) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		r = r.WithContext(host.WithEntry(r.Context(), host.EntryMCPHTTP))
 		if r.Method != http.MethodPost || r.Header.Get("Mcp-Session-Id") != "" {
+			if owesAnswer(r, "") {
+				defer s.answering.track()()
+			}
 			// A GET is the session's stream or a resumed call stream: both
 			// wait as long as their call.
 			if r.Method == http.MethodGet {
@@ -126,6 +129,9 @@ func (s *Server) Handler(opts HTTPOptions) http.Handler {
 			return
 		}
 		peek := peekRequest(r, opts.MaxBodyBytes)
+		if owesAnswer(r, peek.method) {
+			defer s.answering.track()()
+		}
 		if version >= statelessRevision || peek.method == "server/discover" || peek.metaVersion != "" {
 			if peek.method == "subscriptions/listen" {
 				liftWriteDeadline(w)

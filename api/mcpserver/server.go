@@ -76,6 +76,8 @@ type Server struct {
 
 	parked parking      // calls waiting for their client's approval (elicit.go)
 	calls  sessionCalls // calls running in each HTTP session (sessions.go)
+	// answering counts the HTTP requests that owe an answer (answering.go).
+	answering answering
 }
 
 // New returns a server that serves b's tools now and follows b.Changed
@@ -184,8 +186,9 @@ func (s *Server) Close() {
 
 // CloseSessions ends every connected session. Over HTTP this ends the
 // sessions' GET streams, which http.Server.Shutdown would otherwise wait
-// for forever; a call still running in a session loses its answer, so
-// wait for calls to finish first.
+// for forever, and every stream still open: a call running in a session,
+// or one that ended but whose answer the SDK has not yet written, loses
+// its answer. At shutdown use Drain, which waits for the answers first.
 func (s *Server) CloseSessions() {
 	for ss := range s.mcp.Sessions() {
 		_ = ss.Close()

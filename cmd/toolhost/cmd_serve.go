@@ -195,11 +195,16 @@ func (g *globalOptions) serve(ctx context.Context, o serveOptions) error {
 	g.gov.gov.Approvals().Close()
 	sctx, cancel := context.WithTimeout(context.Background(), time.Duration(plugin.MaxTimeoutMS)*time.Millisecond+5*time.Second)
 	defer cancel()
-	// api.Shutdown waits for running calls, then ends MCP sessions, whose
-	// open GET streams would otherwise keep srv.Shutdown waiting.
-	go api.Shutdown(sctx)
+	// api.Shutdown waits for running calls and for their answers to be
+	// written to /mcp clients, then ends MCP sessions, whose open GET
+	// streams would otherwise keep srv.Shutdown waiting.
+	drained := make(chan error, 1)
+	go func() { drained <- api.Shutdown(sctx) }()
 	if err := srv.Shutdown(sctx); err != nil && !errors.Is(err, http.ErrServerClosed) {
 		return fmt.Errorf("shutdown: %w", err)
+	}
+	if err := <-drained; err != nil {
+		g.logger.Warn("shutting down", "err", err)
 	}
 	// Calls that came through the control socket (toolhost call, an
 	// attached toolhost mcp) finish too before the host closes.
