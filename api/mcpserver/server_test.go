@@ -286,6 +286,11 @@ func TestStreamableHTTPOutlivesServerTimeouts(t *testing.T) {
 	srv := httptest.NewUnstartedServer(s.Handler(HTTPOptions{}))
 	srv.Config.ReadTimeout = 150 * time.Millisecond
 	srv.Config.WriteTimeout = 600 * time.Millisecond
+	// As serve's server has (httpapi.NewServer): without it the idle
+	// timeout is the ReadTimeout, and a keep-alive connection idle for
+	// 150 ms on a loaded machine is closed as the client reuses it for
+	// the call (a POST is not retried: "Post …: EOF").
+	srv.Config.IdleTimeout = time.Minute
 	srv.Start()
 	t.Cleanup(srv.Close) // after the client session's cleanup
 
