@@ -28,7 +28,17 @@ var (
 	buildErr  error
 )
 
-// toolhostBinary builds cmd/toolhost once per test binary.
+// TestMain removes the binary toolhostBinary built, when the tests end.
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if binary != "" {
+		os.RemoveAll(filepath.Dir(binary))
+	}
+	os.Exit(code)
+}
+
+// toolhostBinary builds cmd/toolhost once per test binary (TestMain
+// removes it).
 func toolhostBinary(t testing.TB) string {
 	t.Helper()
 	buildOnce.Do(func() {
