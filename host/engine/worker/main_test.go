@@ -19,6 +19,9 @@ func TestMain(m *testing.M) {
 	if len(os.Args) > 2 && os.Args[1] == "sandbox-worker" {
 		os.Exit(Main(os.Args[2]))
 	}
+	if len(os.Args) > 2 && os.Args[1] == "lying-worker" {
+		os.Exit(lyingWorker(os.Args[2]))
+	}
 	dir, err := os.MkdirTemp("", "toolhost-worker-test-cache-")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)

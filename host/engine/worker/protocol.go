@@ -8,6 +8,8 @@ import (
 	"io"
 
 	"github.com/toolhost/toolhost/host/engine"
+	"github.com/toolhost/toolhost/host/toolerr"
+	"github.com/toolhost/toolhost/internal/clip"
 )
 
 // Frames between host and worker: a 9-byte header (u32 total length of
@@ -148,4 +150,37 @@ type replyHeader struct {
 	// PeakRSS is the worker's peak resident memory during the call, in
 	// bytes, when the call asked for it.
 	PeakRSS int64 `json:"peak_rss,omitempty"`
+}
+
+// workerCodes are the error codes a worker answers with: how its sandbox
+// ended a load or a call. The others (denied, tool_not_found,
+// invalid_arguments, busy, …) are the host's own decisions, which no
+// worker may claim.
+var workerCodes = map[toolerr.Code]bool{
+	toolerr.CodeTimeout: true, toolerr.CodeCancelled: true, toolerr.CodeMemoryLimit: true,
+	toolerr.CodeOutputTooLarge: true, toolerr.CodePluginError: true, toolerr.CodeInvalidModule: true,
+	toolerr.CodePermissionDenied: true, toolerr.CodeUnavailable: true, toolerr.CodeInternal: true,
+}
+
+// parseReply reads a reply header, which a worker sends and the host does
+// not trust: its code must be one a worker answers with, its peak memory
+// not negative, and its message is made printable (clip.Printable) and
+// bounded like the host's own (toolerr.Bound) before it reaches a caller.
+func parseReply(raw []byte) (replyHeader, error) {
+	var h replyHeader
+	if err := json.Unmarshal(raw, &h); err != nil {
+		return replyHeader{}, fmt.Errorf("its reply header is not the JSON object of a reply: %v", err)
+	}
+	if h.Code != "" && !workerCodes[toolerr.Code(h.Code)] {
+		start, end, cut := clip.Middle(h.Code, 48, 16)
+		if cut {
+			start += "…" + end
+		}
+		return replyHeader{}, fmt.Errorf("its reply names the error code %q, which is not one a sandbox worker answers with", clip.Printable(start))
+	}
+	if h.PeakRSS < 0 {
+		return replyHeader{}, fmt.Errorf("its reply states a negative peak memory (%d bytes)", h.PeakRSS)
+	}
+	h.Message = toolerr.Bound(clip.Printable(h.Message))
+	return h, nil
 }

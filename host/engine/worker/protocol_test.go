@@ -3,9 +3,14 @@ package worker
 import (
 	"bytes"
 	"encoding/binary"
+	"encoding/json"
 	"errors"
 	"io"
+	"strings"
 	"testing"
+
+	"github.com/toolhost/toolhost/host/toolerr"
+	"github.com/toolhost/toolhost/internal/clip"
 )
 
 func TestFrameRoundTrip(t *testing.T) {
@@ -63,10 +68,35 @@ func FuzzReadFrame(f *testing.F) {
 	writeFrame(&buf, kindReply, replyHeader{Code: "timeout", Message: "m", PeakRSS: 1}, []byte("out"))
 	f.Add(buf.Bytes())
 	f.Add([]byte{0xff, 0xff, 0xff, 0xff, 4, 0, 0, 0, 2})
+	for _, h := range []string{`{"code":"denied","message":"x"}`, `{"code":"plugin_error","message":"\u001b[2J\u202e"}`, `{"peak_rss":-1}`, `{"code":"timeout","peak_rss":1e3}`, `null`, `{"code":7}`} {
+		buf.Reset()
+		writeFrame(&buf, kindReply, json.RawMessage(h), nil)
+		f.Add(bytes.Clone(buf.Bytes()))
+	}
 	f.Fuzz(func(t *testing.T, data []byte) {
 		fr, err := readFrame(bytes.NewReader(data), 1024)
-		if err == nil && (len(fr.body) > 1024 || len(fr.header) > maxHeaderBytes || len(fr.header)+len(fr.body)+9 > len(data)) {
+		if err != nil {
+			return
+		}
+		if len(fr.body) > 1024 || len(fr.header) > maxHeaderBytes || len(fr.header)+len(fr.body)+9 > len(data) {
 			t.Fatalf("frame larger than allowed: header %d body %d from %d bytes", len(fr.header), len(fr.body), len(data))
+		}
+		// Whatever reply header the host accepts is one a worker may
+		// send, bounded, and reads back the same once encoded.
+		h, err := parseReply(fr.header)
+		if err != nil {
+			if !strings.HasPrefix(err.Error(), "its reply ") {
+				t.Fatalf("refusal does not say what was wrong with the reply: %v", err)
+			}
+			return
+		}
+		if (h.Code != "" && !workerCodes[toolerr.Code(h.Code)]) || h.PeakRSS < 0 || len(h.Message) > toolerr.MaxMessageBytes+64 || clip.Printable(h.Message) != h.Message {
+			t.Fatalf("accepted reply %+v", h)
+		}
+		enc, _ := json.Marshal(h)
+		again, err := parseReply(enc)
+		if err != nil || again != h {
+			t.Fatalf("accepted reply %+v reads back as %+v, %v", h, again, err)
 		}
 	})
 }

@@ -2,7 +2,6 @@ package worker
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -107,10 +106,10 @@ func (p *Pool) roundTrip(ctx context.Context, w *proc, kind byte, header any, bo
 		w.kill(killProtocol)
 		return replyHeader{}, nil, toolerr.Errorf(toolerr.CodeInternal, "sandbox worker sent an unexpected frame")
 	}
-	var h replyHeader
-	if err := json.Unmarshal(f.header, &h); err != nil {
+	h, err := parseReply(f.header)
+	if err != nil {
 		w.kill(killProtocol)
-		return replyHeader{}, nil, toolerr.Errorf(toolerr.CodeInternal, "sandbox worker sent a malformed reply")
+		return replyHeader{}, nil, toolerr.Errorf(toolerr.CodeInternal, "the sandbox worker broke the protocol (%v); it was stopped and will be replaced: try the call again, and report it if it happens again", err)
 	}
 	if errors.Is(ctx.Err(), context.Canceled) {
 		return replyHeader{}, nil, engine.Cancelled() // nobody waits for the answer
