@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -20,8 +21,12 @@ import (
 func FuzzParseManifest(f *testing.F) {
 	f.Add([]byte(baseManifest))
 	f.Add([]byte(governed(f)))
-	if tiny, err := os.ReadFile("testdata/tiny/plugin.json"); err == nil {
-		f.Add(tiny)
+	// The repository's real manifests: the samples and the fixture.
+	real, _ := filepath.Glob("../sample-plugins/*/plugin.json")
+	for _, name := range append(real, "testdata/tiny/plugin.json") {
+		if data, err := os.ReadFile(name); err == nil {
+			f.Add(data)
+		}
 	}
 	for _, s := range []string{
 		`{"name":"a","version":"0.0.0","wasm":"a.wasm","tools":[{"name":"t","description":"d","parameters":{"type":"object"}}]}`,
@@ -144,6 +149,17 @@ func FuzzDecodeBundle(f *testing.F) {
 	loadFixtures(f)
 	f.Add(fixtures.unsigned)
 	f.Add(fixtures.signed)
+	if real, err := os.ReadFile("testdata/tiny.plugin"); err == nil {
+		f.Add(real)
+	}
+	samples, _ := filepath.Glob("../sample-plugins/*/plugin.json")
+	for _, name := range samples {
+		if m, err := os.ReadFile(name); err == nil {
+			if b, err := NewBundle(m, []byte(tinyWasm)); err == nil {
+				f.Add(b.Bytes())
+			}
+		}
+	}
 	f.Add(fixtures.signed[:1024])
 	f.Add(append(bytes.Clone(fixtures.signed), 0))
 	f.Add([]byte{})

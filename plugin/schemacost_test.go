@@ -112,6 +112,9 @@ func FuzzSchemaCost(f *testing.F) {
 	f.Add(`{"type":"object","properties":{"a":{"allOf":[{"$ref":"#"},{"$ref":"#"}]}}}`, nestedA(25))
 	f.Add(`{"type":"object","properties":{"xs":{"type":"array","items":{"multipleOf":0.001}}}}`, `{"xs":[1e400,1e-400,3]}`)
 	f.Add(testSchema, `{"timezone":"x","count":2,"opts":{"deep":true},"list":["a"]}`)
+	f.Add(testSchema, `{"timezone":3,"list":["a",{"b":1}]}`)
+	f.Add(`{"type":"object","required":["a/b~c"],"properties":{"x":{"type":"array","items":{"type":"object","required":["y"]}}}}`, `{"x":[{},{"y":1}]}`)
+	f.Add(`{"type":"object","additionalProperties":false,"properties":{"~1":{"enum":["a"]}}}`, `{"~1":"b","/":0}`)
 	f.Add(`{"type":"object","$defs":{"x":{"$anchor":"x","items":{"$ref":"#x"}}},"properties":{"p":{"$ref":"#x"}}}`, `{"p":[[[[1]]]]}`)
 	f.Fuzz(func(t *testing.T, schema, args string) {
 		start := time.Now()
@@ -120,6 +123,9 @@ func FuzzSchemaCost(f *testing.F) {
 			t.Fatalf("compiling a %d-byte schema took %v", len(schema), d)
 		}
 		if err != nil {
+			if err.Error() == "" {
+				t.Fatal("schema refused without a reason")
+			}
 			return
 		}
 		v, err := strictjson.Parse([]byte(args), strictjson.ValueLimits{})
@@ -127,9 +133,57 @@ func FuzzSchemaCost(f *testing.F) {
 			return
 		}
 		start = time.Now()
-		_ = s.Validate(v.V)
+		err = s.Validate(v.V)
 		if d := time.Since(start); d > 2*time.Second {
 			t.Fatalf("validating %d bytes of arguments took %v", len(args), d)
 		}
+		if err == nil {
+			if _, ok := v.V.(map[string]any); !ok {
+				t.Fatalf("arguments %s that are not an object passed an object schema", args)
+			}
+			return
+		}
+		// A refusal names the argument: a pointer into the arguments
+		// (or, for a missing required one, into the object lacking it),
+		// and why.
+		var ve *ValidationError
+		if !errors.As(err, &ve) || ve.Reason == "" {
+			t.Fatalf("refusal without a reason: %#v", err)
+		}
+		if !pointsInto(v.V, ve.Field) {
+			parent := ve.Field[:max(strings.LastIndex(ve.Field, "/"), 0)]
+			if !pointsInto(v.V, parent) {
+				t.Fatalf("refusal names %q, which is not in the arguments %s: %v", ve.Field, args, err)
+			}
+		}
 	})
+}
+
+// pointsInto reports whether the JSON pointer ptr names a value in v.
+func pointsInto(v any, ptr string) bool {
+	if ptr == "" {
+		return true
+	}
+	if !strings.HasPrefix(ptr, "/") {
+		return false
+	}
+	for _, tok := range strings.Split(ptr[1:], "/") {
+		tok = strings.NewReplacer("~1", "/", "~0", "~").Replace(tok)
+		switch x := v.(type) {
+		case map[string]any:
+			var ok bool
+			if v, ok = x[tok]; !ok {
+				return false
+			}
+		case []any:
+			i, err := strconv.Atoi(tok)
+			if err != nil || i < 0 || i >= len(x) || strconv.Itoa(i) != tok {
+				return false
+			}
+			v = x[i]
+		default:
+			return false
+		}
+	}
+	return true
 }
