@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -15,6 +16,7 @@ import (
 
 	"github.com/toolhost/toolhost/host"
 	"github.com/toolhost/toolhost/host/govern"
+	"github.com/toolhost/toolhost/internal/strictjson"
 )
 
 // Approval questions across the socket. A call that `toolhost mcp` forwards
@@ -32,6 +34,8 @@ import (
 const elicitHeader = "Toolhost-Elicit"
 
 // elicitAnswer is the caller's answer to one question.
+var elicitAnswerShape = strictjson.Object{"approve": strictjson.Any{}, "reason": strictjson.Any{}, "unanswered": strictjson.Any{}}
+
 type elicitAnswer struct {
 	Approve bool   `json:"approve"`
 	Reason  string `json:"reason,omitempty"`
@@ -150,9 +154,17 @@ func (e *elicitations) serveStreamedCall(ctx context.Context, w http.ResponseWri
 
 // serveAnswer is POST /v1/elicitations/{id}.
 func (e *elicitations) serveAnswer(w http.ResponseWriter, r *http.Request) error {
+	// An answer decides a call, so it is read as strictly as a decision
+	// (ParseDecision): {"approve":false,"approve":true} is refused, not
+	// read as its last key.
+	const want = `the answer must be {"approve":true|false,"reason":"…"} or {"unanswered":"why"}`
+	data, err := io.ReadAll(http.MaxBytesReader(w, r.Body, 64<<10))
+	if err != nil {
+		return fmt.Errorf("control: %s, of at most 64 KiB: %w", want, err)
+	}
 	var a elicitAnswer
-	if err := json.NewDecoder(http.MaxBytesReader(w, r.Body, 64<<10)).Decode(&a); err != nil {
-		return fmt.Errorf("control: malformed answer: %w", err)
+	if err := strictjson.Decode(data, elicitAnswerShape, &a); err != nil {
+		return fmt.Errorf("control: %s: %s", want, strictjson.Detail(err))
 	}
 	if !e.answer(r.PathValue("id"), a) {
 		return fmt.Errorf("%w: %q was not asked of a caller, or is decided already", govern.ErrNoSuchApproval, r.PathValue("id"))

@@ -188,6 +188,30 @@ func ParseDecision(body io.Reader) (approve bool, reason string, err error) {
 
 var errBadRequest = fmt.Errorf("bad request")
 
+var policyShape = strictjson.Object{"action": strictjson.Any{}}
+
+// parsePolicyBody reads the body of PUT /v1/policy/{pattern} as strictly
+// as a decision, for the same reason: {"action":"deny","action":"allow"}
+// must not set a rule other than the one a reader of the request sees.
+func parsePolicyBody(body io.Reader) (string, error) {
+	const max = 4 << 10
+	const want = `the body must be {"action":"allow"|"ask"|"deny"}`
+	data, err := io.ReadAll(io.LimitReader(body, max+1))
+	if err != nil {
+		return "", fmt.Errorf("%w: %s: %w", errBadRequest, want, err)
+	}
+	if len(data) > max {
+		return "", fmt.Errorf("%w: %s, of at most %d KiB", errBadRequest, want, max>>10)
+	}
+	var p struct {
+		Action string `json:"action"`
+	}
+	if err := strictjson.Decode(data, policyShape, &p); err != nil {
+		return "", fmt.Errorf("%w: %s: %s", errBadRequest, want, strictjson.Detail(err))
+	}
+	return p.Action, nil
+}
+
 // maxDecisionBytes bounds a decision's body (its reason, mostly).
 const maxDecisionBytes = 64 << 10
 
@@ -206,14 +230,12 @@ func handleGovernance(mux *http.ServeMux, g Governance, reply func(http.Response
 		reply(w, v, err)
 	})
 	mux.HandleFunc("PUT /v1/policy/{pattern}", func(w http.ResponseWriter, r *http.Request) {
-		var body struct {
-			Action string `json:"action"`
-		}
-		if err := json.NewDecoder(io.LimitReader(r.Body, 4<<10)).Decode(&body); err != nil {
-			reply(w, nil, fmt.Errorf(`%w: the body must be {"action":"allow"|"ask"|"deny"}`, errBadRequest))
+		action, err := parsePolicyBody(r.Body)
+		if err != nil {
+			reply(w, nil, err)
 			return
 		}
-		reply(w, nil, g.SetPolicy(r.Context(), r.PathValue("pattern"), body.Action))
+		reply(w, nil, g.SetPolicy(r.Context(), r.PathValue("pattern"), action))
 	})
 	mux.HandleFunc("DELETE /v1/policy/{pattern}", func(w http.ResponseWriter, r *http.Request) {
 		reply(w, nil, g.UnsetPolicy(r.Context(), r.PathValue("pattern")))
