@@ -24,8 +24,9 @@ import (
 //     store whose identity was adopted (it existed before identities);
 //     any other is another store's;
 //   - at a store's first Reconcile (store.MarkJournalAnnounced), a log
-//     that already holds records and a store born with its identity (not
-//     adopted) mean the store was deleted or replaced while the log was
+//     that already holds records (but those its opens append about
+//     themselves: audit_repair, audit_unchecked_start) and a store born
+//     with its identity (not adopted) mean the store was deleted or replaced while the log was
 //     kept: an audit_store_changed record says the log now follows this
 //     store. Where Reconcile reads the log (a change pending), the newest
 //     change records being another store's says the same;
@@ -53,13 +54,17 @@ func announce(l *Log, j Journal, id store.Identity) (int, error) {
 	}
 	n := 0
 	if seq, _ := l.Head(); seq > 0 && !id.Adopted {
-		// A kill after the record but before the store's mark leaves it
-		// last: it is not written twice.
-		last, err := lastRecord(l.Path())
+		// The records a log's open writes about itself are not records
+		// made beside another store: a first start killed after making
+		// the store and before the log's write-ahead file leaves a new
+		// store beside a log holding only its next open's
+		// audit_unchecked_start. A kill after the record but before the
+		// store's mark leaves the record last: it is not written twice.
+		last, err := lastBesideAStore(l.Path())
 		if err != nil {
 			return 0, err
 		}
-		if last.Action != "audit_store_changed" || last.StoreID != id.ID {
+		if last.Seq != 0 && (last.Action != "audit_store_changed" || last.StoreID != id.ID) {
 			if err := appendStoreChanged(l, id, "it is a new store, whose change journal began at 1 beside this log's earlier records: those were made beside another store (the home's store directory was deleted or replaced while this log was kept)"); err != nil {
 				return 0, err
 			}
@@ -112,8 +117,13 @@ func lastStoreSeq(path string, id store.Identity, stop time.Time) (storeSeqFound
 	return found, err
 }
 
-// lastRecord is the last record of the log at path (zero if none).
-func lastRecord(path string) (Record, error) {
+// opening is the actions of the records a log's open appends about
+// itself (audit.go).
+var opening = map[string]bool{KindChange + " audit_repair": true, KindChange + " audit_unchecked_start": true}
+
+// lastBesideAStore is the last record of the log at path but those its
+// opens appended about itself (zero if none).
+func lastBesideAStore(path string) (Record, error) {
 	var last Record
 	f, err := os.Open(path)
 	if err != nil {
@@ -125,6 +135,9 @@ func lastRecord(path string) (Record, error) {
 		return last, err
 	}
 	err = scanBack(f, st.Size(), recentChunk, func(rec Record) bool {
+		if opening[rec.Kind+" "+rec.Action] {
+			return false
+		}
 		last = rec
 		return true
 	})
