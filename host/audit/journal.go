@@ -152,10 +152,10 @@ func Reconcile(l *Log, j Journal) (int, error) {
 		n++
 	}
 	last := found.seq
-	if end := pending[len(pending)-1].Seq; last > end {
+	if why := undone(found, pending); why != "" {
 		if _, err := l.Append(Record{Kind: KindChange, Action: "audit_store_restored", Subject: storeSubject, Actor: RecoveredActor, StoreID: id.ID,
-			Detail: fmt.Sprintf("at start: this log records changes of this store through store_seq %d, but the store's change journal ends at %d: the store was restored from an older copy (a backup of its directory with its key and seal). "+
-				"The changes recorded before this record with store_seq above the copy's last change are not in effect; the store numbers its changes after the copy's again, so store_seq values repeat: a record accounts for the change of its store_id and store_seq made last before it", last, end)}); err != nil {
+			Detail: fmt.Sprintf("at start: %s: the store was restored from an older copy (a backup of its directory with its key and seal). "+
+				"The changes recorded before this record with store_seq above the copy's last change are not in effect; the store numbers its changes after the copy's again, so store_seq values repeat: a record accounts for the change of its store_id and store_seq made last before it", why)}); err != nil {
 			return n, err
 		}
 		n++

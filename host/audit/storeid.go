@@ -83,8 +83,9 @@ func appendStoreChanged(l *Log, id store.Identity, why string) error {
 
 // storeSeqFound is what lastStoreSeq found.
 type storeSeqFound struct {
-	seq   uint64 // store_seq of the newest record of the store's changes; 0 for none
-	other bool   // a change record of another store came after it
+	seq   uint64    // store_seq of the newest record of the store's changes; 0 for none
+	at    time.Time // that record's time
+	other bool      // a change record of another store came after it
 }
 
 // lastStoreSeq looks for the newest record of a change of the store id in
@@ -107,7 +108,7 @@ func lastStoreSeq(path string, id store.Identity, stop time.Time) (storeSeqFound
 		case rec.Action == "audit_store_changed" && rec.StoreID == id.ID:
 			return true
 		case rec.StoreSeq != 0 && owns(id, rec.StoreID):
-			found.seq = rec.StoreSeq
+			found.seq, found.at = rec.StoreSeq, rec.Time
 			return true
 		case rec.StoreSeq != 0:
 			found.other = true
@@ -142,4 +143,25 @@ func lastBesideAStore(path string) (Record, error) {
 		return true
 	})
 	return last, err
+}
+
+// undone says why the newest record of the store's changes that Reconcile
+// found (found) is of a change an older copy of the store put back does
+// not hold ("" when it may be of one the store holds): its store_seq is
+// beyond the journal's end (pending ends it), or it was written before
+// the store made the change of its number — a record follows its change.
+// A clock stepped back between a change and its record makes the second
+// look undone too: the change is then recorded twice, never left out.
+func undone(found storeSeqFound, pending []store.JournalEntry) string {
+	end := pending[len(pending)-1]
+	if found.seq > end.Seq {
+		return fmt.Sprintf("this log records changes of this store through store_seq %d, but the store's change journal ends at %d", found.seq, end.Seq)
+	}
+	for _, e := range pending {
+		if e.Seq == found.seq && found.at.Before(e.Time) {
+			return fmt.Sprintf("this store's change %d was recorded before the store made its change %d (at %s), so that record is of another change with the same number, which the store does not hold",
+				e.Seq, e.Seq, e.Time.UTC().Format(time.RFC3339Nano))
+		}
+	}
+	return ""
 }
