@@ -23,8 +23,8 @@ type answering struct {
 }
 
 // owesAnswer reports whether r's stream ends with an answer: every POST
-// but subscriptions/listen (method is the POST's peeked method, "" when
-// not peeked), and a GET with a Last-Event-ID of a call's stream (the
+// but subscriptions/listen, in a session or not (method is the POST's
+// peeked method, "" when its body is not one request), and a GET with a Last-Event-ID of a call's stream (the
 // SDK names the session's own stream "", so its event IDs start with "_").
 func owesAnswer(r *http.Request, method string) bool {
 	switch r.Method {

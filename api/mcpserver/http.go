@@ -105,7 +105,13 @@ func (s *Server) Handler(opts HTTPOptions) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		r = r.WithContext(host.WithEntry(r.Context(), host.EntryMCPHTTP))
 		if r.Method != http.MethodPost || r.Header.Get("Mcp-Session-Id") != "" {
-			if owesAnswer(r, "") {
+			// A session's POST may be a subscriptions/listen too (the SDK
+			// serves it on 2025-11-25), which owes no answer at shutdown.
+			method := ""
+			if r.Method == http.MethodPost {
+				method = peekRequest(r, opts.MaxBodyBytes).method
+			}
+			if owesAnswer(r, method) {
 				defer s.answering.track()()
 			}
 			// A GET is the session's stream or a resumed call stream: both
