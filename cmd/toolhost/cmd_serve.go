@@ -15,6 +15,7 @@ import (
 
 	"github.com/toolhost/toolhost/api/control"
 	"github.com/toolhost/toolhost/api/httpapi"
+	"github.com/toolhost/toolhost/api/mcpserver"
 	"github.com/toolhost/toolhost/host"
 	"github.com/toolhost/toolhost/host/govern"
 	"github.com/toolhost/toolhost/host/observe"
@@ -203,8 +204,18 @@ func (g *globalOptions) serve(ctx context.Context, o serveOptions) error {
 	if err := srv.Shutdown(sctx); err != nil && !errors.Is(err, http.ErrServerClosed) {
 		return fmt.Errorf("shutdown: %w", err)
 	}
-	if err := <-drained; err != nil {
-		g.logger.Warn("shutting down", "err", err)
+	// Every HTTP handler has returned by now, so what is left of
+	// api.Shutdown is ending the sessions; the SDK's session Close waits
+	// for requests it has not yet registered, so bound the wait rather
+	// than hang the exit on it.
+	select {
+	case err := <-drained:
+		if err != nil {
+			g.logger.Warn("shutting down", "err", err)
+		}
+	case <-time.After(mcpserver.AnswerGrace):
+		g.logger.Warn("shutting down: the MCP sessions did not end within the grace; exiting without them", "grace", mcpserver.AnswerGrace)
+	case <-sctx.Done():
 	}
 	// Calls that came through the control socket (toolhost call, an
 	// attached toolhost mcp) finish too before the host closes.
