@@ -7,7 +7,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -33,9 +32,9 @@ import (
 
 const elicitHeader = "Toolhost-Elicit"
 
-// elicitAnswer is the caller's answer to one question.
 var elicitAnswerShape = strictjson.Object{"approve": strictjson.Any{}, "reason": strictjson.Any{}, "unanswered": strictjson.Any{}}
 
+// elicitAnswer is the caller's answer to one question.
 type elicitAnswer struct {
 	Approve bool   `json:"approve"`
 	Reason  string `json:"reason,omitempty"`
@@ -153,18 +152,13 @@ func (e *elicitations) serveStreamedCall(ctx context.Context, w http.ResponseWri
 }
 
 // serveAnswer is POST /v1/elicitations/{id}.
-func (e *elicitations) serveAnswer(w http.ResponseWriter, r *http.Request) error {
+func (e *elicitations) serveAnswer(r *http.Request) error {
 	// An answer decides a call, so it is read as strictly as a decision
 	// (ParseDecision): {"approve":false,"approve":true} is refused, not
 	// read as its last key.
-	const want = `the answer must be {"approve":true|false,"reason":"…"} or {"unanswered":"why"}`
-	data, err := io.ReadAll(http.MaxBytesReader(w, r.Body, 64<<10))
-	if err != nil {
-		return fmt.Errorf("control: %s, of at most 64 KiB: %w", want, err)
-	}
 	var a elicitAnswer
-	if err := strictjson.Decode(data, elicitAnswerShape, &a); err != nil {
-		return fmt.Errorf("control: %s: %s", want, strictjson.Detail(err))
+	if err := decodeStrictBody(r.Body, 64<<10, elicitAnswerShape, &a, `the answer must be {"approve":true|false,"reason":"…"} or {"unanswered":"why"}`); err != nil {
+		return fmt.Errorf("control: %w", err)
 	}
 	if !e.answer(r.PathValue("id"), a) {
 		return fmt.Errorf("%w: %q was not asked of a caller, or is decided already", govern.ErrNoSuchApproval, r.PathValue("id"))

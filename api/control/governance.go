@@ -194,22 +194,28 @@ var policyShape = strictjson.Object{"action": strictjson.Any{}}
 // as a decision, for the same reason: {"action":"deny","action":"allow"}
 // must not set a rule other than the one a reader of the request sees.
 func parsePolicyBody(body io.Reader) (string, error) {
-	const max = 4 << 10
-	const want = `the body must be {"action":"allow"|"ask"|"deny"}`
-	data, err := io.ReadAll(io.LimitReader(body, max+1))
-	if err != nil {
-		return "", fmt.Errorf("%w: %s: %w", errBadRequest, want, err)
-	}
-	if len(data) > max {
-		return "", fmt.Errorf("%w: %s, of at most %d KiB", errBadRequest, want, max>>10)
-	}
 	var p struct {
 		Action string `json:"action"`
 	}
-	if err := strictjson.Decode(data, policyShape, &p); err != nil {
-		return "", fmt.Errorf("%w: %s: %s", errBadRequest, want, strictjson.Detail(err))
+	err := decodeStrictBody(body, 4<<10, policyShape, &p, `the body must be {"action":"allow"|"ask"|"deny"}`)
+	return p.Action, err
+}
+
+// decodeStrictBody reads a body of at most max bytes into v by shape
+// (strictjson: no repeated, unknown or case-variant keys, one document);
+// what it refuses is errBadRequest, saying want and what was wrong.
+func decodeStrictBody(body io.Reader, max int, shape strictjson.Object, v any, want string) error {
+	data, err := io.ReadAll(io.LimitReader(body, int64(max)+1))
+	if err != nil {
+		return fmt.Errorf("%w: %s: %w", errBadRequest, want, err)
 	}
-	return p.Action, nil
+	if len(data) > max {
+		return fmt.Errorf("%w: %s, of at most %d KiB", errBadRequest, want, max>>10)
+	}
+	if err := strictjson.Decode(data, shape, v); err != nil {
+		return fmt.Errorf("%w: %s: %s", errBadRequest, want, strictjson.Detail(err))
+	}
+	return nil
 }
 
 // maxDecisionBytes bounds a decision's body (its reason, mostly).

@@ -202,7 +202,7 @@ func Handler(api API, changes Watcher) http.Handler {
 		reply(w, res, err)
 	})
 	mux.HandleFunc("POST /v1/elicitations/{id}", func(w http.ResponseWriter, r *http.Request) {
-		reply(w, nil, elicit.serveAnswer(w, r))
+		reply(w, nil, elicit.serveAnswer(r))
 	})
 	mux.HandleFunc("GET /v1/trust", func(w http.ResponseWriter, r *http.Request) {
 		ts, err := api.TrustSet(r.Context())

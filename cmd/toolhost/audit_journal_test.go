@@ -140,9 +140,7 @@ func TestCLIChangesCarryTheirStoreSeq(t *testing.T) {
 // home consistent at the next start: every rule in effect has exactly one
 // policy_set record, and no rule that is not in effect has one.
 func TestKilledChangeIsRecordedAtNextOpen(t *testing.T) {
-	if err := exec.Command("strace", "-f", "-o", "/dev/null", "true").Run(); err != nil {
-		t.Skipf("needs a working strace to kill toolhost at a system call: %v", err)
-	}
+	needStrace(t)
 	home := filepath.Join(t.TempDir(), "home")
 	cli(t, home, exitOK, "policy", "set", "a", "deny")
 	for n := 1; n <= 5; n++ {
@@ -151,15 +149,7 @@ func TestKilledChangeIsRecordedAtNextOpen(t *testing.T) {
 			"toolhost", "--home", home, "policy", "set", pattern, "deny")
 		out, _ := cmd.CombinedOutput()
 		cli(t, home, exitOK, "plugin", "list") // the next start
-		st, err := store.Open(filepath.Join(home, "store"), nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		rules, err := st.PolicyRules()
-		st.Close()
-		if err != nil {
-			t.Fatal(err)
-		}
+		rules := policyRulesInEffect(t, home)
 		inEffect := map[string]bool{}
 		for _, r := range rules {
 			inEffect[r.Pattern] = true
@@ -192,4 +182,28 @@ func TestKilledChangeIsRecordedAtNextOpen(t *testing.T) {
 	if recovered != 1 {
 		t.Errorf("the change killed after its commit was recovered %d times, want once", recovered)
 	}
+}
+
+// needStrace skips a test that kills toolhost at a system call where
+// strace cannot run.
+func needStrace(t *testing.T) {
+	t.Helper()
+	if err := exec.Command("strace", "-f", "-o", "/dev/null", "true").Run(); err != nil {
+		t.Skipf("needs a working strace to kill toolhost at a system call: %v", err)
+	}
+}
+
+// policyRulesInEffect reads the policy rules of home's store directly.
+func policyRulesInEffect(t *testing.T, home string) []store.PolicyRule {
+	t.Helper()
+	st, err := store.Open(filepath.Join(home, "store"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	rules, err := st.PolicyRules()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return rules
 }

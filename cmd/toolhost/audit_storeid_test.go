@@ -139,9 +139,7 @@ func TestNewStoreBesideAKeptLogRecordsItsChanges(t *testing.T) {
 // Was: killed after the commit (the second rename), the rule stayed in
 // effect with no record.
 func TestKilledChangeOfANewStoreIsRecorded(t *testing.T) {
-	if err := exec.Command("strace", "-f", "-o", "/dev/null", "true").Run(); err != nil {
-		t.Skipf("needs a working strace to kill toolhost at a system call: %v", err)
-	}
+	needStrace(t)
 	for n := 1; n <= 5; n++ {
 		home := filepath.Join(t.TempDir(), "home")
 		for _, p := range []string{"a", "b", "c"} {
@@ -152,15 +150,7 @@ func TestKilledChangeOfANewStoreIsRecorded(t *testing.T) {
 		out, _ := exec.Command("strace", "-f", "-o", "/dev/null", "-e", fmt.Sprintf("inject=renameat:signal=KILL:when=%d", n),
 			"toolhost", "--home", home, "policy", "set", "k", "deny").CombinedOutput()
 		cli(t, home, exitOK, "plugin", "list") // the next start
-		st, err := store.Open(filepath.Join(home, "store"), nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		rules, err := st.PolicyRules()
-		st.Close()
-		if err != nil {
-			t.Fatal(err)
-		}
+		rules := policyRulesInEffect(t, home)
 		recorded := policyRecords(t, home)
 		for _, r := range rules {
 			if recorded[r.Pattern] != 1 {

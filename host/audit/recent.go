@@ -68,6 +68,20 @@ func recent(r io.ReaderAt, size int64, filt Filter, chunk int) ([]Record, error)
 	return reverse(out), nil
 }
 
+// scanBackFile is scanBack on the log at path.
+func scanBackFile(path string, each func(Record) (done bool)) error {
+	f, err := os.Open(path)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		return err
+	}
+	return scanBack(f, st.Size(), recentChunk, each)
+}
+
 // scanBack reads the log in r (size bytes long) from its end backwards,
 // chunk bytes at a time, and hands each complete record to each, newest
 // first, until each says it is done. An incomplete last line (a write in

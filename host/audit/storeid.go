@@ -2,7 +2,6 @@ package audit
 
 import (
 	"fmt"
-	"os"
 	"time"
 
 	"github.com/toolhost/toolhost/store"
@@ -94,16 +93,7 @@ type storeSeqFound struct {
 // from there).
 func lastStoreSeq(path string, id store.Identity, stop time.Time) (storeSeqFound, error) {
 	var found storeSeqFound
-	f, err := os.Open(path)
-	if err != nil {
-		return found, err
-	}
-	defer f.Close()
-	st, err := f.Stat()
-	if err != nil {
-		return found, err
-	}
-	err = scanBack(f, st.Size(), recentChunk, func(rec Record) bool {
+	err := scanBackFile(path, func(rec Record) bool {
 		switch {
 		case rec.Action == "audit_store_changed" && rec.StoreID == id.ID:
 			return true
@@ -126,16 +116,7 @@ var opening = map[string]bool{KindChange + " audit_repair": true, KindChange + "
 // opens appended about itself (zero if none).
 func lastBesideAStore(path string) (Record, error) {
 	var last Record
-	f, err := os.Open(path)
-	if err != nil {
-		return last, err
-	}
-	defer f.Close()
-	st, err := f.Stat()
-	if err != nil {
-		return last, err
-	}
-	err = scanBack(f, st.Size(), recentChunk, func(rec Record) bool {
+	err := scanBackFile(path, func(rec Record) bool {
 		if opening[rec.Kind+" "+rec.Action] {
 			return false
 		}
