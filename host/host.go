@@ -171,7 +171,7 @@ func (h *Host) reload() error {
 	for _, rec := range recs {
 		// Every load verifies the stored bytes again; only the compiled
 		// module of an unchanged plugin is kept.
-		l := h.loadRecord(rec, ts)
+		l := h.loadRecord(rec, ts, prev[rec.Name])
 		if old, ok := prev[rec.Name]; ok && l.integrityErr == nil && old.digest.Equal(l.digest) && old.settingsKey == l.settingsKey {
 			l.adoptModule(old)
 		}

@@ -50,10 +50,14 @@ type loaded struct {
 	settingsErr error
 }
 
-// loadRecord re-verifies a stored plugin from its exact bytes.
-func (h *Host) loadRecord(rec store.PluginRecord, ts curator.TrustSet) *loaded {
+// loadRecord re-verifies a stored plugin from its exact bytes. prev is
+// what the host loaded under that name before (or nil): when it holds the
+// same wasm, the store's copy is verified in place and prev's bytes are
+// kept, so that the host holds each plugin's wasm once, however often it
+// reloads.
+func (h *Host) loadRecord(rec store.PluginRecord, ts curator.TrustSet, prev *loaded) *loaded {
 	l := &loaded{name: rec.Name, digest: rec.Digest, record: rec, installedAt: rec.InstalledAt}
-	l.integrityErr = l.verifyIntegrity(h.opts.Store)
+	l.integrityErr = l.verifyIntegrity(h.opts.Store, prev.heldWasm(rec.WasmSHA256))
 	if l.integrityErr == nil {
 		l.evaluate(ts, h.opts.Now())
 		l.loadSettings(h.opts.Store)
@@ -61,8 +65,26 @@ func (h *Host) loadRecord(rec store.PluginRecord, ts curator.TrustSet) *loaded {
 	return l
 }
 
-func (l *loaded) verifyIntegrity(st *store.Store) error {
-	wasm, err := st.Blob(l.record.WasmSHA256)
+// heldWasm is l's wasm when l verified it and its sha256 (hex) is sha,
+// nil otherwise (l may be nil).
+func (l *loaded) heldWasm(sha string) []byte {
+	if l == nil || l.integrityErr != nil || l.wasm == nil || l.record.WasmSHA256 != sha {
+		return nil
+	}
+	return l.wasm
+}
+
+// verifyIntegrity checks the stored plugin. held, when not nil, is the
+// plugin's wasm as the host already holds it (verified against the same
+// sha256): the stored copy is checked without being read into memory again.
+func (l *loaded) verifyIntegrity(st *store.Store, held []byte) error {
+	wasm := held
+	var err error
+	if held != nil {
+		err = st.CheckBlob(l.record.WasmSHA256)
+	} else {
+		wasm, err = st.Blob(l.record.WasmSHA256)
+	}
 	if err != nil {
 		return err
 	}

@@ -175,6 +175,29 @@ func (s *Store) Blob(sha string) ([]byte, error) {
 	return data, nil
 }
 
+// CheckBlob checks that the stored wasm with the given sha256 (hex) is
+// present and still hashes to it, like Blob, without copying it: a host
+// that already holds those bytes re-verifies the store's copy at every
+// reload, and a copy per plugin per reload (up to 64 MiB each) was garbage
+// the host's resident memory had to carry.
+func (s *Store) CheckBlob(sha string) error {
+	return s.view(func(txn *badger.Txn) error {
+		item, err := txn.Get([]byte(blobPrefix + sha))
+		if errors.Is(err, badger.ErrKeyNotFound) {
+			return fmt.Errorf("%w: wasm blob %s is missing", ErrCorrupt, sha)
+		}
+		if err != nil {
+			return err
+		}
+		return item.Value(func(v []byte) error {
+			if sum := sha256.Sum256(v); hex.EncodeToString(sum[:]) != sha {
+				return fmt.Errorf("%w: wasm blob %s", ErrCorrupt, sha)
+			}
+			return nil
+		})
+	})
+}
+
 // RemovePlugin deletes an installed plugin. Its high-water mark stays.
 func (s *Store) RemovePlugin(name string) error {
 	// The plugin's configuration and credentials go with it, in the same

@@ -56,6 +56,9 @@ func TestPluginLifecycleSurvivesReopen(t *testing.T) {
 	if err != nil || string(blob) != string(wasm) {
 		t.Fatalf("Blob = %q, %v", blob, err)
 	}
+	if err := st.CheckBlob(rec.WasmSHA256); err != nil {
+		t.Fatalf("CheckBlob: %v", err)
+	}
 	if err := st.RemovePlugin("alpha"); err != nil {
 		t.Fatal(err)
 	}
@@ -64,6 +67,9 @@ func TestPluginLifecycleSurvivesReopen(t *testing.T) {
 	}
 	if _, err := st.Blob(rec.WasmSHA256); !errors.Is(err, store.ErrCorrupt) {
 		t.Fatalf("Blob after remove: %v, want it gone", err)
+	}
+	if err := st.CheckBlob(rec.WasmSHA256); !errors.Is(err, store.ErrCorrupt) {
+		t.Fatalf("CheckBlob after remove: %v, want it gone", err)
 	}
 	hw, ok, err := st.HighWater("alpha")
 	if err != nil || !ok || hw.Version != "1.0.0" {

@@ -11,7 +11,10 @@ import (
 
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	longRunning = ignoreBrokenPipe
+	longRunning = func() {
+		ignoreBrokenPipe()
+		limitHostMemory(os.LookupEnv)
+	}
 	code := run(ctx, os.Args[1:], os.Stdin, os.Stdout, os.Stderr)
 	stop()
 	os.Exit(code)
