@@ -222,9 +222,12 @@ func exitCode(err error) int {
 
 func hintFor(err error) string {
 	var ue usageError
+	var bad *audit.BadRecordError
 	switch {
 	case errors.As(err, &ue):
 		return "run the command with --help for usage"
+	case errors.As(err, &bad):
+		return badRecordHint(bad)
 	case errors.As(err, new(sourceError)):
 		return ""
 	case errors.Is(err, store.ErrLocked):
@@ -383,3 +386,14 @@ func oneLine(s string) string { return strings.Join(strings.Fields(s), " ") }
 // mcp); main sets it to ignoreBrokenPipe. A no-op in tests that run
 // commands in their own process.
 var longRunning = func() {}
+
+// badRecordHint says what to do about a log that `audit verify` (or
+// `audit head`) found broken: whatever the damage, the chain up to the
+// named line holds, and the file is evidence of what happened to it.
+func badRecordHint(bad *audit.BadRecordError) string {
+	before := "the audit log was changed outside toolhost"
+	if bad.Line > 1 {
+		before = fmt.Sprintf("the records before line %d are intact; from there on the log was changed outside toolhost", bad.Line)
+	}
+	return before + ": keep audit.jsonl and audit.jsonl.wal as they are (evidence), compare the log with a copy you shipped or backed up to see what changed, and restore both from that backup; or, to begin a new log knowingly, move both aside and create an empty audit.jsonl (its first record will say it began empty)"
+}
