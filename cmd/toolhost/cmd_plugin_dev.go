@@ -5,10 +5,12 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"net/http"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -27,8 +29,10 @@ func newPluginDevCmd(g *globalOptions) *cobra.Command {
 throwaway home (a temporary directory, deleted on exit — the operator's home and
 its store are never touched) and serve it over HTTP and MCP under the same
 sandbox and limits as a real install. Every change to a source file rebuilds
-and reloads the plugin: the next call runs the new code, no restart. Each
-rebuild, the tool list and a log line per call are printed here. A build that
+and reloads the plugin: the next call runs the new code, no restart (a
+request over HTTP or MCP that arrives while sources changed since the last
+build waits for their build). Each rebuild, the tool list and a log line per
+call are printed here. A build that
 fails is reported and the previous build keeps serving; a build under a new
 name (plugin.json's name edited) replaces the plugin served.
 
@@ -51,7 +55,7 @@ Ctrl-C stops it.`,
 			g.home, g.allowUnsigned = home, true
 			fmt.Fprintf(g.stdout, "dev home %s (throwaway: deleted on exit; unsigned plugins allowed only here)\n", home)
 			d := newDevLoop(g, dir, filepath.Join(home, "dev.plugin"))
-			return g.serve(cmd.Context(), serveOptions{addr: addr, background: d.start})
+			return g.serve(cmd.Context(), serveOptions{addr: addr, background: d.start, wrap: d.handler})
 		},
 	}
 	cmd.Flags().StringVar(&addr, "addr", "127.0.0.1:7412", "listen address (loopback)")
@@ -63,7 +67,12 @@ type devLoop struct {
 	g      *globalOptions
 	dir    string
 	bundle string // where builds are packed: inside the throwaway home
-	last   string // fingerprint of the sources at the last build
+	// mu serializes catching up with the sources (the poll loop's and the
+	// requests'), and guards h, last and served.
+	mu   sync.Mutex
+	h    *host.Host
+	ctx  context.Context // the loop's: ends when serve stops
+	last string          // fingerprint of the sources at the last build
 	// served is the build the dev home serves (nil before the first): the
 	// only plugin installed there.
 	served *plugin.Bundle
@@ -77,11 +86,18 @@ func newDevLoop(g *globalOptions, dir, bundle string) *devLoop {
 
 // start builds and installs once (failing if that fails), then polls.
 func (d *devLoop) start(ctx context.Context, h *host.Host) (func(), error) {
+	d.mu.Lock()
+	d.h = h
 	d.last = d.fingerprint()
-	if err := d.rebuild(ctx, h); err != nil {
+	err := d.rebuild(ctx, h)
+	d.mu.Unlock()
+	if err != nil {
 		return nil, err
 	}
 	lctx, cancel := context.WithCancel(ctx)
+	d.mu.Lock()
+	d.ctx = lctx
+	d.mu.Unlock()
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
@@ -93,16 +109,46 @@ func (d *devLoop) start(ctx context.Context, h *host.Host) (func(), error) {
 				return
 			case <-t.C:
 			}
-			if fp := d.fingerprint(); fp != d.last {
-				d.last = fp
-				fmt.Fprintf(d.g.stdout, "change in %s: rebuilding\n", d.dir)
-				if err := d.rebuild(lctx, h); err != nil {
-					fmt.Fprintf(d.g.stdout, "build failed (the previous build keeps serving): %v\n", err)
-				}
-			}
+			d.catchUp(lctx)
 		}
 	}()
 	return func() { cancel(); <-done }, nil
+}
+
+// catchUp rebuilds and reloads when the sources changed since the last
+// build, and returns once the build that covers them is served (or failed).
+// A caller that finds a rebuild under way waits for it, then looks again.
+func (d *devLoop) catchUp(ctx context.Context) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	fp := d.fingerprint()
+	if d.h == nil || fp == d.last {
+		return
+	}
+	d.last = fp
+	fmt.Fprintf(d.g.stdout, "change in %s: rebuilding\n", d.dir)
+	if err := d.rebuild(ctx, d.h); err != nil {
+		fmt.Fprintf(d.g.stdout, "build failed (the previous build keeps serving): %v\n", err)
+	}
+}
+
+// handler makes every API request but liveness and metrics catch up with
+// the sources first: the poll alone left a window of its period plus a
+// whole build (seconds for Go) in which the next call after an edit still
+// ran the old code. The build is not the request's: it runs under the
+// loop's context, to its end even if the request goes away.
+func (d *devLoop) handler(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path != "/healthz" && r.URL.Path != "/metrics" {
+			d.mu.Lock()
+			ctx := d.ctx
+			d.mu.Unlock()
+			if ctx != nil {
+				d.catchUp(ctx)
+			}
+		}
+		next.ServeHTTP(w, r)
+	})
 }
 
 func (d *devLoop) rebuild(ctx context.Context, h *host.Host) error {

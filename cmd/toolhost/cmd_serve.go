@@ -40,6 +40,8 @@ type serveOptions struct {
 	// background, when set, runs beside the server on its host (the
 	// watcher, the dev loop) until the returned stop is called.
 	background func(ctx context.Context, h *host.Host) (stop func(), err error)
+	// wrap, when set, wraps the HTTP API's handler (the dev loop's catch-up).
+	wrap func(http.Handler) http.Handler
 }
 
 func newServeCmd(g *globalOptions) *cobra.Command {
@@ -171,7 +173,11 @@ func (g *globalOptions) serve(ctx context.Context, o serveOptions) error {
 		ln.Close()
 		return err
 	}
-	srv := httpapi.NewServer(api, o.addr, g.approvalTimeout)
+	var handler http.Handler = api
+	if o.wrap != nil {
+		handler = o.wrap(api)
+	}
+	srv := httpapi.NewServer(handler, o.addr, g.approvalTimeout)
 	srv.ErrorLog = slog.NewLogLogger(g.logger.Handler(), slog.LevelWarn)
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(rawio.Listener{Listener: ln}) }()

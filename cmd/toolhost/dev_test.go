@@ -79,14 +79,26 @@ func TestPluginDevReloadsOnEdit(t *testing.T) {
 		t.Fatalf("first call: %s", got)
 	}
 
+	// The call right after each edit, without waiting for the rebuild to
+	// show, runs the new code: several edits in a row, one that does not
+	// compile (the previous build answers), and the good one after it.
 	src := filepath.Join(dir, "greet.go")
 	code, _ := os.ReadFile(src)
-	if err := os.WriteFile(src, bytes.Replace(code, []byte(`"Hello, "`), []byte(`"Howdy, "`), 1), 0o644); err != nil {
-		t.Fatal(err)
+	for _, edit := range []struct{ greeting, want string }{
+		{`"Hi, "`, `"Hi, Ada!"`},
+		{`"Hey, "`, `"Hey, Ada!"`},
+		{`"Hey, " +`, `"Hey, Ada!"`}, // a syntax error: greet.go no longer compiles
+		{`"Howdy, "`, `"Howdy, Ada!"`},
+	} {
+		if err := os.WriteFile(src, bytes.Replace(code, []byte(`"Hello, "`), []byte(edit.greeting), 1), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if got := call(); !strings.Contains(got, edit.want) {
+			t.Fatalf("call right after the edit to %s: %s, want %s\n%s", edit.greeting, got, edit.want, stdout.String())
+		}
 	}
-	wait("rebuild", regexp.MustCompile(`change in .*: rebuilding\n(?s:.*)serving hello 0\.1\.0: greet`))
-	if got := call(); !strings.Contains(got, `"Howdy, Ada!"`) {
-		t.Fatalf("call after the edit: %s", got)
+	if !strings.Contains(stdout.String(), "build failed (the previous build keeps serving)") {
+		t.Errorf("the edit that does not compile was not reported:\n%s", stdout.String())
 	}
 	if !strings.Contains(stderr.String(), `msg="tool call"`) {
 		t.Errorf("no call log in the terminal:\n%s", stderr.String())
@@ -100,12 +112,12 @@ func TestPluginDevReloadsOnEdit(t *testing.T) {
 	if err := os.WriteFile(manifest, bytes.Replace(m, []byte(`"name": "hello"`), []byte(`"name": "hello2"`), 1), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	after := wait("build after the rename", regexp.MustCompile(`(build failed[^\n]*|serving hello2 0\.1\.0: [^\n]*)`))[1]
-	if after != "serving hello2 0.1.0: greet" {
-		t.Fatalf("after renaming the plugin: %q\n%s", after, stdout.String())
-	}
+	before := len(stdout.String())
 	if got := call(); !strings.Contains(got, `"Howdy, Ada!"`) {
 		t.Fatalf("call after the rename: %s", got)
+	}
+	if after := stdout.String()[before:]; !strings.Contains(after, "serving hello2 0.1.0: greet") || strings.Contains(after, "build failed") {
+		t.Fatalf("after renaming the plugin:\n%s", after)
 	}
 
 	cancel()
