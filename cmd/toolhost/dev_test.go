@@ -159,3 +159,29 @@ func TestPluginDevIgnoresItsOwnOutput(t *testing.T) {
 		t.Error("a source edit did not change the fingerprint")
 	}
 }
+
+// TestPluginDevSeesSameSizeEditsWithinOneClockTick: two saves of the same
+// size whose modification times the kernel's coarse clock made equal are
+// two versions of the source, not one.
+func TestPluginDevSeesSameSizeEditsWithinOneClockTick(t *testing.T) {
+	dir := t.TempDir()
+	src := filepath.Join(dir, "greet.go")
+	if err := os.WriteFile(src, []byte(`package main; const greeting = "Hello"`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	fi, err := os.Stat(src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := newDevLoop(&globalOptions{stdout: io.Discard, stderr: io.Discard}, dir, filepath.Join(t.TempDir(), "dev.plugin"))
+	before := d.fingerprint()
+	if err := os.WriteFile(src, []byte(`package main; const greeting = "Howdy"`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chtimes(src, fi.ModTime(), fi.ModTime()); err != nil {
+		t.Fatal(err)
+	}
+	if after := d.fingerprint(); after == before {
+		t.Errorf("a same-size edit within one clock tick did not change the fingerprint:\n%s", after)
+	}
+}
