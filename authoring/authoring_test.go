@@ -110,19 +110,28 @@ func TestAssemblyScriptTemplateBuildsAndTests(t *testing.T) {
 	if _, err := Init(dir, "hello-as", LangAssemblyScript); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := Build(context.Background(), dir, ""); !errors.Is(err, ErrToolchain) || !strings.Contains(err.Error(), "npm install") {
-		t.Fatalf("build before npm install: %v, want ErrToolchain saying to run npm install", err)
-	}
-	for _, args := range [][]string{{"install", "--no-audit", "--no-fund", "--loglevel=error"}, {"test"}} {
-		cmd := exec.Command("npm", args...)
-		cmd.Dir = dir
-		if out, err := cmd.CombinedOutput(); err != nil {
-			t.Fatalf("npm %s: %v\n%s", args[0], err, out)
-		}
-	}
+	// Right after init, as after a clone (node_modules is git-ignored):
+	// the build installs the compiler and the PDK itself, and says so.
 	res, err := Build(context.Background(), dir, "")
 	if err != nil {
+		t.Fatalf("build right after init: %v", err)
+	}
+	if !strings.Contains(res.Installed, "npm install") {
+		t.Errorf("the first build installed nothing, or did not say so: %q", res.Installed)
+	}
+	checkBuilt(t, res, dir)
+	cmd := exec.Command("npm", "test")
+	cmd.Dir = dir
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("npm test: %v\n%s", err, out)
+	}
+	// Installed once, the next build installs nothing.
+	res, err = Build(context.Background(), dir, "")
+	if err != nil {
 		t.Fatal(err)
+	}
+	if res.Installed != "" {
+		t.Errorf("the second build installed again: %q", res.Installed)
 	}
 	checkBuilt(t, res, dir)
 }

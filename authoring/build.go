@@ -35,6 +35,9 @@ type BuildResult struct {
 	Bundle   *plugin.Bundle
 	Output   string // the bundle file written
 	Duration time.Duration
+	// Installed, when set, says which dependencies the build installed
+	// first (an AssemblyScript plugin without node_modules) and how.
+	Installed string
 }
 
 // DetectLang says which language the plugin in dir is written in.
@@ -77,7 +80,7 @@ func Build(ctx context.Context, dir, out string) (BuildResult, error) {
 	case LangGo:
 		err = buildGo(ctx, dir, m.Wasm)
 	case LangAssemblyScript:
-		err = buildAssemblyScript(ctx, dir, m.Wasm)
+		res.Installed, err = buildAssemblyScript(ctx, dir, m.Wasm)
 	}
 	if err != nil {
 		return res, err
@@ -138,24 +141,55 @@ func buildGo(ctx context.Context, dir, wasm string) error {
 	return runTool(cmd, dir, "GOOS=wasip1 GOARCH=wasm go build -buildmode=c-shared -o "+wasm+" .")
 }
 
-func buildAssemblyScript(ctx context.Context, dir, wasm string) error {
+func buildAssemblyScript(ctx context.Context, dir, wasm string) (installed string, err error) {
 	if _, err := exec.LookPath("node"); err != nil {
-		return fmt.Errorf("%w: node is not on PATH; install Node.js 18 or newer with npm (https://nodejs.org, or apt-get install nodejs npm)", ErrToolchain)
+		return "", fmt.Errorf("%w: node is not on PATH; install Node.js 18 or newer with npm (https://nodejs.org, or apt-get install nodejs npm)", ErrToolchain)
 	}
-	asc := filepath.Join(dir, "node_modules", ".bin", "asc")
-	if _, err := os.Stat(asc); err != nil {
-		return fmt.Errorf("%w: the AssemblyScript compiler is not installed in %s; run `npm install` there (it installs assemblyscript and @extism/as-pdk from package.json)", ErrToolchain, dir)
-	}
-	if _, err := os.Stat(filepath.Join(dir, "node_modules", "@extism", "as-pdk")); err != nil {
-		return fmt.Errorf("%w: @extism/as-pdk is not installed in %s; run `npm install` there", ErrToolchain, dir)
+	if installed, err = installNodeModules(ctx, dir); err != nil {
+		return "", err
 	}
 	npx, err := exec.LookPath("npx")
 	if err != nil {
-		return fmt.Errorf("%w: npx is not on PATH; install npm (it comes with Node.js)", ErrToolchain)
+		return installed, fmt.Errorf("%w: npx is not on PATH; install npm (it comes with Node.js)", ErrToolchain)
 	}
 	args := []string{"--no-install", "asc", "assembly/index.ts", "--outFile", wasm, "--use", "abort=assembly/index/abort", "--optimize"}
 	cmd := exec.CommandContext(ctx, npx, args...)
-	return runTool(cmd, dir, "npx "+strings.Join(args, " "))
+	return installed, runTool(cmd, dir, "npx "+strings.Join(args, " "))
+}
+
+// installNodeModules installs package.json's dependencies when the
+// compiler or the PDK is missing from DIR/node_modules, as go build fetches
+// a Go plugin's modules: a directory fresh from `plugin init` (or a clone,
+// node_modules being git-ignored) builds without a step of its own. It runs
+// `npm ci` when a package-lock.json pins the versions, else `npm install`,
+// without install scripts (neither the compiler nor the PDK needs one).
+func installNodeModules(ctx context.Context, dir string) (string, error) {
+	asc := filepath.Join(dir, "node_modules", ".bin", "asc")
+	pdk := filepath.Join(dir, "node_modules", "@extism", "as-pdk")
+	if _, err := os.Stat(asc); err == nil {
+		if _, err := os.Stat(pdk); err == nil {
+			return "", nil
+		}
+	}
+	npm, err := exec.LookPath("npm")
+	if err != nil {
+		return "", fmt.Errorf("%w: the AssemblyScript compiler and @extism/as-pdk are not installed in %s, and npm is not on PATH to install them; install npm (it comes with Node.js), then build again", ErrToolchain, dir)
+	}
+	verb := "install"
+	if _, err := os.Stat(filepath.Join(dir, "package-lock.json")); err == nil {
+		verb = "ci"
+	}
+	args := []string{verb, "--ignore-scripts", "--no-audit", "--no-fund", "--loglevel=error"}
+	shown := "npm " + strings.Join(args, " ")
+	if err := runTool(exec.CommandContext(ctx, npm, args...), dir, shown); err != nil {
+		return "", fmt.Errorf("%w: installing the AssemblyScript compiler and @extism/as-pdk from package.json failed (npm needs the registry, https://registry.npmjs.org, or your npm configuration's): %w", ErrToolchain, err)
+	}
+	for _, p := range []string{asc, pdk} {
+		if _, err := os.Stat(p); err != nil {
+			return "", fmt.Errorf("%w: `%s` in %s did not install %s; add assemblyscript and @extism/as-pdk to package.json's devDependencies", ErrToolchain, shown, dir, strings.TrimPrefix(p, dir+string(filepath.Separator)))
+		}
+	}
+	return fmt.Sprintf("`%s`: node_modules lacked the compiler or the PDK", shown), nil
 }
 
 func runTool(cmd *exec.Cmd, dir, shown string) error {

@@ -23,7 +23,10 @@ from DIR/node_modules — to the wasm file plugin.json names. Then check the
 module as install would (imports the sandbox provides, memory within the
 manifest's limit, an export for every tool) and pack the unsigned bundle
 DIR/NAME.plugin (or -o FILE). A missing toolchain is named, with how to
-install it.`,
+install it. Dependencies are fetched as needed: go build downloads a Go
+plugin's modules, and an AssemblyScript plugin whose node_modules lacks the
+compiler or the PDK gets ` + "`npm ci`" + ` (with a package-lock.json) or ` + "`npm install`" + `
+first; both need the network the first time.`,
 		Example: "  toolhost plugin build\n  toolhost plugin build ./hello -o hello-0.1.0.plugin",
 		Args:    cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -51,6 +54,9 @@ func printBuild(g *globalOptions, res authoring.BuildResult) {
 	tools := make([]string, len(m.Tools))
 	for i, t := range m.Tools {
 		tools[i] = t.Name
+	}
+	if res.Installed != "" {
+		fmt.Fprintf(g.stdout, "installed dependencies first: %s\n", res.Installed)
 	}
 	fmt.Fprintf(g.stdout, "built %s %s (%s, wasm %d bytes, %s) in %s -> %s\n  tools: %s\n  digest: %s\n",
 		m.Name, m.Version, res.Lang, len(res.Bundle.Wasm), plural(len(m.Tools), "tool"),

@@ -39,7 +39,7 @@ The templates are part of the toolhost binary. DIR must not exist or be empty.`,
 			}
 			fmt.Fprintf(g.stdout, "next:\n  cd %s\n", dir)
 			if lang == authoring.LangAssemblyScript {
-				fmt.Fprintln(g.stdout, "  npm install                 # the AssemblyScript compiler and @extism/as-pdk")
+				fmt.Fprintln(g.stdout, "  npm install                 # the AssemblyScript compiler and @extism/as-pdk (plugin build runs it when they are missing)")
 			}
 			fmt.Fprintln(g.stdout, "  toolhost plugin build       # compile, check, pack "+name+".plugin")
 			fmt.Fprintln(g.stdout, "  toolhost plugin dev         # serve it unsigned in a throwaway home; edits reload")
