@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"path/filepath"
+	"strings"
 
 	"github.com/spf13/cobra"
 
@@ -37,7 +38,7 @@ The templates are part of the toolhost binary. DIR must not exist or be empty.`,
 			for _, f := range files {
 				fmt.Fprintf(g.stdout, "  %s\n", filepath.Join(dir, f))
 			}
-			fmt.Fprintf(g.stdout, "next:\n  cd %s\n", dir)
+			fmt.Fprintf(g.stdout, "next:\n  cd %s\n", shellWord(dir))
 			if lang == authoring.LangAssemblyScript {
 				fmt.Fprintln(g.stdout, "  npm install                 # the AssemblyScript compiler and @extism/as-pdk (plugin build runs it when they are missing)")
 			}
@@ -49,4 +50,17 @@ The templates are part of the toolhost binary. DIR must not exist or be empty.`,
 	cmd.Flags().StringVar(&lang, "lang", authoring.LangGo, "language of the executor: go or assemblyscript")
 	cmd.Flags().StringVar(&dir, "dir", "", "directory to create (default ./NAME)")
 	return cmd
+}
+
+// shellWord quotes s for a POSIX shell when it holds anything but
+// characters every shell reads as one word: a line meant to be pasted
+// (`cd a dir/hello`) must not split at a space.
+func shellWord(s string) string {
+	plain := s != "" && !strings.ContainsFunc(s, func(r rune) bool {
+		return !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || strings.ContainsRune("-_./+,:@%", r))
+	})
+	if plain {
+		return s
+	}
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
 }
