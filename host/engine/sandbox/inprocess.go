@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
+	"runtime"
 	"slices"
 	"sync"
 
@@ -179,6 +180,11 @@ func (e *InProcess) Compile(ctx context.Context, spec engine.Spec) (engine.Modul
 	}
 	eg := egress{plugin: spec.Name, hosts: spec.Permissions.AllowedHosts, allowPrivate: spec.AllowPrivateNetwork, secrets: spec.Secrets}
 	cctx := experimental.WithFunctionListenerFactory(ctx, listeners)
+	// Compile the module's functions on as many threads as the process
+	// runs Go code on: a Go guest (3 MB) takes seconds on one core, and an
+	// install or a watched bundle waits for it. A sandbox worker raises its
+	// GOMAXPROCS while it loads a module (worker.Serve).
+	cctx = experimental.WithCompilationWorkers(cctx, runtime.GOMAXPROCS(0))
 	cp, err := extism.NewCompiledPlugin(cctx, manifest, extism.PluginConfig{RuntimeConfig: rc, EnableWasi: true}, append(hostFunctions(eg), kernelFunctions()...))
 	if err != nil {
 		files.close()

@@ -114,3 +114,35 @@ func TestTuneGCFollowsTheLiveHeap(t *testing.T) {
 		t.Fatalf("memory limit %d MiB once the live heap is gone, want about %d", lim>>20, gcLimit>>20)
 	}
 }
+
+// TestCompilingUsesEveryCPUAndGOGCPacing: a worker compiles a module on
+// every CPU under GOGC=100 pacing (below compileMemoryLimit), not on its
+// one call-time P under gcLimit with GOGC off, where the collector ran
+// without pause through a Go guest's compile; restore puts the call-time
+// settings back exactly.
+func TestCompilingUsesEveryCPUAndGOGCPacing(t *testing.T) {
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(1))
+	defer debug.SetGCPercent(debug.SetGCPercent(-1))
+	defer debug.SetMemoryLimit(debug.SetMemoryLimit(gcLimit))
+
+	restore := compiling()
+	if got := runtime.GOMAXPROCS(0); got != runtime.NumCPU() {
+		t.Errorf("GOMAXPROCS while compiling = %d, want every CPU (%d)", got, runtime.NumCPU())
+	}
+	if got := debug.SetGCPercent(100); got != 100 {
+		t.Errorf("GOGC while compiling = %d, want 100", got)
+	}
+	if got := debug.SetMemoryLimit(-1); got != compileMemoryLimit {
+		t.Errorf("memory limit while compiling = %d MiB, want %d", got>>20, compileMemoryLimit>>20)
+	}
+	restore()
+	if got := runtime.GOMAXPROCS(0); got != 1 {
+		t.Errorf("GOMAXPROCS after compiling = %d, want the worker's 1 back", got)
+	}
+	if got := debug.SetGCPercent(-1); got != -1 {
+		t.Errorf("GOGC after compiling = %d, want off (-1) back", got)
+	}
+	if got := debug.SetMemoryLimit(-1); got != gcLimit {
+		t.Errorf("memory limit after compiling = %d MiB, want %d back", got>>20, gcLimit>>20)
+	}
+}
