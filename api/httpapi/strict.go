@@ -275,6 +275,9 @@ func (c *strictConv) schema(v any, at string, depth int, root bool) (any, error)
 	if !hasAny(out, "type", "anyOf", "$ref", "enum", "const") {
 		return nil, unsupported(at, "the schema does not say what type the value has; strict mode needs a type")
 	}
+	if err := checkStrictShape(out, props, at); err != nil {
+		return nil, err
+	}
 	if !isObjectSchema(out, props) {
 		if hasRequired || closed {
 			return nil, unsupported(at, "required or additionalProperties on a schema that is not an object")

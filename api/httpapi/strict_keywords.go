@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"regexp"
 	"slices"
+	"strings"
 )
 
 // Checks of the keywords and limits strict mode keeps, so that a converted
@@ -123,4 +124,53 @@ func truncateText(s string, n int) string {
 		return s
 	}
 	return s[:n] + "…"
+}
+
+// checkStrictShape refuses the combinations of kept keywords that strict
+// mode would read differently from the host (which reads draft 2020-12),
+// so that a converted schema never lets through what the tool refuses nor
+// forbids what its author allowed:
+//   - an array schema without items: strict mode refuses it outright;
+//   - $ref beside validation keywords: strict mode reads a reference alone
+//     (as draft 7 did), so the keywords beside it would be lost;
+//   - anyOf beside an object schema: closing the object
+//     (additionalProperties: false) would forbid the properties its
+//     branches add, so no branch's objects could be sent.
+func checkStrictShape(out, props *object, at string) error {
+	if typeNames(out)["array"] {
+		if _, ok := out.get("items"); !ok {
+			return unsupported(at, "an array schema without items is not supported in strict mode; say what its elements are with items")
+		}
+	}
+	if _, ok := out.get("$ref"); ok {
+		var beside []string
+		for _, m := range out.members {
+			if m.key != "$ref" && m.key != "title" && m.key != "description" {
+				beside = append(beside, m.key)
+			}
+		}
+		if len(beside) > 0 {
+			return unsupported(at, "$ref beside %s: strict mode reads a reference alone, so those keywords would be lost; move them into the definition it points to", strings.Join(beside, ", "))
+		}
+	}
+	if _, ok := out.get("anyOf"); ok && isObjectSchema(out, props) {
+		return unsupported(at, "anyOf beside an object schema: strict mode closes every object (additionalProperties: false), which would forbid the properties its branches add; describe the object in each branch and leave type, properties and required off the schema that holds anyOf")
+	}
+	return nil
+}
+
+// typeNames is the set of type names s says.
+func typeNames(s *object) map[string]bool {
+	names := map[string]bool{}
+	switch t, _ := s.get("type"); t := t.(type) {
+	case string:
+		names[t] = true
+	case []any:
+		for _, n := range t {
+			if n, ok := n.(string); ok {
+				names[n] = true
+			}
+		}
+	}
+	return names
 }

@@ -55,6 +55,13 @@ func TestStrictSchemaConverts(t *testing.T) {
 			valid: []string{`{"n":1}`},
 		},
 		{
+			name:     "a reference with its title and description, and object branches without a wrapper",
+			in:       `{"type":"object","properties":{"r":{"$ref":"#/$defs/d","title":"R","description":"D"},"u":{"anyOf":[{"type":"object","properties":{"a":{"type":"string"}},"required":["a"]},{"type":"array","items":{"type":"integer"}}]}},"required":["r"],"$defs":{"d":{"type":"string"}}}`,
+			want:     `{"type":"object","properties":{"r":{"$ref":"#/$defs/d","title":"R","description":"D"},"u":{"anyOf":[{"type":"object","properties":{"a":{"type":"string"}},"required":["a"],"additionalProperties":false},{"type":"array","items":{"type":"integer"}},{"type":"null"}]}},"$defs":{"d":{"type":"string"}},"required":["r","u"],"additionalProperties":false}`,
+			nullable: []string{"/properties/u"},
+			valid:    []string{`{"r":"x"}`, `{"r":"x","u":{"a":"y"}}`, `{"r":"x","u":[1,2]}`},
+		},
+		{
 			name:  "a property named like a keyword",
 			in:    `{"type":"object","properties":{"$ref":{"type":"string"},"type":{"type":"string"}},"required":["$ref","type"]}`,
 			want:  `{"type":"object","properties":{"$ref":{"type":"string"},"type":{"type":"string"}},"required":["$ref","type"],"additionalProperties":false}`,
@@ -130,6 +137,17 @@ func TestStrictSchemaRefuses(t *testing.T) {
 		{"root nullable", `{"type":["object","null"]}`, "the root must be an object schema"},
 		{"root a reference", `{"$ref":"#/$defs/a","$defs":{"a":{"type":"object"}}}`, "the root must be an object schema"},
 		{"duplicate key", `{"type":"object","type":"string"}`, "duplicate key"},
+		// Strict mode reads these differently from the host (the OpenAI
+		// SDK's toStrictJsonSchema refuses each), wherever they are.
+		{"array without items", `{"type":"object","properties":{"l":{"type":"array","maxItems":3}},"required":["l"]}`, "at /properties/l: an array schema without items"},
+		{"type list with array, no items", `{"type":"object","properties":{"v":{"type":["string","array"]}},"required":["v"]}`, "at /properties/v: an array schema without items"},
+		{"array without items in a definition", `{"type":"object","properties":{"r":{"$ref":"#/$defs/l"}},"required":["r"],"$defs":{"l":{"type":"array"}}}`, "at /$defs/l: an array schema without items"},
+		{"ref beside enum", `{"type":"object","properties":{"v":{"$ref":"#/$defs/s","enum":["a","b"]}},"required":["v"],"$defs":{"s":{"type":"string"}}}`, "at /properties/v: $ref beside enum"},
+		{"ref beside type in a branch", `{"type":"object","properties":{"v":{"anyOf":[{"type":"integer"},{"type":"object","$ref":"#/$defs/o"}]}},"required":["v"],"$defs":{"o":{"type":"object","properties":{"a":{"type":"string"}}}}}`, "at /properties/v/anyOf/1: $ref beside type"},
+		{"ref beside pattern in items", `{"type":"object","properties":{"l":{"type":"array","items":{"$ref":"#/$defs/s","pattern":"^a"}}},"required":["l"],"$defs":{"s":{"type":"string"}}}`, "at /properties/l/items: $ref beside pattern"},
+		{"anyOf beside object type", `{"type":"object","properties":{"o":{"type":"object","anyOf":[{"type":"object","properties":{"a":{"type":"string"}},"required":["a"]},{"type":"object","properties":{"b":{"type":"integer"}},"required":["b"]}]}},"required":["o"]}`, "at /properties/o: anyOf beside an object schema"},
+		{"anyOf beside properties", `{"type":"object","properties":{"o":{"properties":{"k":{"type":"string"}},"anyOf":[{"type":"object","properties":{"a":{"type":"string"}}}]}},"required":["o"]}`, "at /properties/o: anyOf beside an object schema"},
+		{"anyOf beside a nullable object in a definition", `{"type":"object","properties":{"r":{"$ref":"#/$defs/o"}},"required":["r"],"$defs":{"o":{"type":["object","null"],"anyOf":[{"type":"object","properties":{"a":{"type":"string"}},"required":["a"]},{"type":"null"}]}}}`, "at /$defs/o: anyOf beside an object schema"},
 		{"bad pattern", `{"type":"object","properties":{"p":{"type":"string","pattern":"("}},"required":["p"]}`, "pattern is not a regular expression"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
