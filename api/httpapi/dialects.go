@@ -287,7 +287,10 @@ type mcpAnnotations struct {
 func renderMCP(tools []toolView, _ bool) any {
 	out := make([]mcpTool, len(tools))
 	for i, t := range tools {
-		mt := mcpTool{Name: t.Name, Title: t.Title, Description: t.Description, InputSchema: t.Parameters, OutputSchema: t.OutputSchema, Icons: mcpserver.Icons(t.Icon)}
+		mt := mcpTool{Name: t.Name, Title: t.Title, Description: t.Description, InputSchema: mcpserver.ObjectSchema(t.Parameters), Icons: mcpserver.Icons(t.Icon)}
+		if len(t.OutputSchema) > 0 {
+			mt.OutputSchema = mcpserver.ObjectSchema(t.OutputSchema)
+		}
 		if a := t.Annotations; a != nil {
 			mt.Annotations = &mcpAnnotations{
 				Title: t.Title, ReadOnlyHint: a.ReadOnly, DestructiveHint: a.Destructive,

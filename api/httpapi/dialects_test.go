@@ -456,6 +456,12 @@ func TestDialectsMetadata(t *testing.T) {
 			Annotations: &toolAnnotations{Destructive: true, Idempotent: true},
 		},
 		{Name: "plain", Description: "No metadata", Parameters: json.RawMessage(`{"type":"object"}`)},
+		// Boolean property schemas: MCP types each property as an object.
+		{
+			Name: "loose", Description: "Any value, and one never",
+			Parameters:   json.RawMessage(`{"type":"object","properties":{"any":true,"never":false,"s":{"type":"string"}}}`),
+			OutputSchema: json.RawMessage(`{"type":"object","properties":{"x":true}}`),
+		},
 	}
 	for _, d := range dialects {
 		body, err := json.Marshal(d.render(tools, false))

@@ -2,7 +2,6 @@ package mcpserver
 
 import (
 	"bytes"
-	"encoding/json"
 	"fmt"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -17,7 +16,7 @@ import (
 // destructive and open_world explicitly, since MCP defaults those to true.
 func addToolFields(tool *mcp.Tool, t host.ToolInfo) {
 	if len(t.OutputSchema) > 0 {
-		tool.OutputSchema = json.RawMessage(bytes.Clone(t.OutputSchema))
+		tool.OutputSchema = ObjectSchema(bytes.Clone(t.OutputSchema))
 	}
 	if a := t.Annotations; a != nil {
 		destructive, openWorld := a.Destructive, a.OpenWorld

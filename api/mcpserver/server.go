@@ -258,7 +258,8 @@ func definition(t host.ToolInfo) string {
 }
 
 // addTool registers t with the low-level API: the schema goes out as the
-// exact signed bytes, and no SDK-side validation runs before the host's.
+// exact signed bytes (but for what ObjectSchema rewrites), and no SDK-side
+// validation runs before the host's.
 func (s *Server) addTool(t host.ToolInfo) (err error) {
 	schema := bytes.Clone(t.Parameters)
 	var root struct {
@@ -278,7 +279,7 @@ func (s *Server) addTool(t host.ToolInfo) (err error) {
 	tool := &mcp.Tool{
 		Name:        t.Name,
 		Description: t.Description,
-		InputSchema: json.RawMessage(schema),
+		InputSchema: ObjectSchema(schema),
 	}
 	addToolFields(tool, t)
 	s.mcp.AddTool(tool, s.callTool)
