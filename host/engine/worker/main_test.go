@@ -22,6 +22,13 @@ func TestMain(m *testing.M) {
 	if len(os.Args) > 2 && os.Args[1] == "lying-worker" {
 		os.Exit(lyingWorker(os.Args[2]))
 	}
+	if len(os.Args) > 2 && os.Args[1] == "stuck-worker" {
+		os.Exit(stuckWorker(os.Args[2]))
+	}
+	if len(os.Args) > 1 && os.Args[1] == "linger" {
+		time.Sleep(time.Hour)
+		os.Exit(0)
+	}
 	dir, err := os.MkdirTemp("", "toolhost-worker-test-cache-")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)

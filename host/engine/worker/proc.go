@@ -77,6 +77,9 @@ type proc struct {
 	stdin  io.WriteCloser
 	stdout *bufio.Reader
 	stderr *tailBuffer
+	// in and out are stdin and stdout's pipes, which kill ends every wait
+	// on (their deadlines are safe to set from any goroutine).
+	in, out *rawPipe
 	// loaded is the set of module keys loaded in the process (owner only).
 	loaded map[string]bool
 	dead   chan struct{} // closed when the process has exited
@@ -103,7 +106,7 @@ func (p *Pool) start() (*proc, error) {
 	stdout.spin.budget = replySpin
 	stdout.spin.alone = func() bool { return p.calls.Load() <= 1 }
 	stdout.spin.solo, stdout.spin.longBudget = p.solo, longSpin
-	w := &proc{id: p.gen.Add(1), pool: p, cmd: cmd, stdin: stdin, stdout: bufio.NewReaderSize(stdout, 64<<10), stderr: &tailBuffer{max: 4096}, loaded: map[string]bool{}, dead: make(chan struct{})}
+	w := &proc{id: p.gen.Add(1), pool: p, cmd: cmd, stdin: stdin, stdout: bufio.NewReaderSize(stdout, 64<<10), stderr: &tailBuffer{max: 4096}, in: stdin, out: stdout, loaded: map[string]bool{}, dead: make(chan struct{})}
 	cmd.Stderr = w.stderr
 	err = cmd.Start()
 	closeChildEnds()
@@ -154,7 +157,13 @@ func (p *Pool) wait(w *proc) {
 func (w *proc) killReason() killReason { return killReason(w.reason.Load()) }
 
 // kill ends the process (and its process group) for reason; the first
-// reason given is the one kept.
+// reason given is the one kept. It also ends, at once, any wait to read
+// the worker's reply or write its request: a killed worker's pipes close
+// only when the kernel has torn the process down, which on a loaded
+// machine took up to 450 ms (the dying process waits for a core like any
+// other), and a call ends at its deadline or cancellation, not at the
+// end of its worker's teardown (RATIONALE.md, "A killed worker's call
+// ends at the kill").
 func (w *proc) kill(reason killReason) {
 	if w.reason.CompareAndSwap(uint32(notKilled), uint32(reason)) && reason != killCrashed {
 		select {
@@ -165,6 +174,9 @@ func (w *proc) kill(reason killReason) {
 	}
 	_ = syscall.Kill(-w.cmd.Process.Pid, syscall.SIGKILL)
 	_ = w.cmd.Process.Kill()
+	past := time.Unix(1, 0)
+	_ = w.out.f.SetReadDeadline(past)
+	_ = w.in.f.SetWriteDeadline(past)
 }
 
 // alive reports whether the process has neither exited nor been killed.

@@ -29,8 +29,9 @@ var errNotDelivered = errors.New("worker: request not delivered")
 // its memory passes the cap (checked every rssEvery), or when ctx is
 // cancelled (the caller went away: nobody waits for the answer, and the
 // call's worker and share must be free again) and the worker does not
-// stop the request within cancelGrace of being asked to. A killed worker
-// closes its pipe, the read fails, and deathError says why.
+// stop the request within cancelGrace of being asked to. Killing the
+// worker ends the read at once (proc.kill), without waiting for the
+// process to be gone, and deathError says why.
 //
 // ctx ending by its deadline is not acted on here: the worker answers
 // timeout itself, or kill comes.
@@ -93,10 +94,16 @@ func (p *Pool) roundTrip(ctx context.Context, w *proc, kind byte, header any, bo
 		f, err = events.readReply(w.stdout, maxReply, instantiating)
 	}
 	if err != nil {
-		// The worker closed its end: it died, was killed by a watchdog
-		// (or wrote garbage, which readFrame refuses before allocating).
+		// The worker closed its end: it died, or was killed by a watchdog,
+		// which also ended this wait (or wrote garbage, which readFrame
+		// refuses before allocating).
 		w.kill(killCrashed)
-		<-w.dead
+		if w.killReason() == killCrashed {
+			// It died on its own: its exit status and stderr say why. A
+			// worker the supervisor killed may still be dying; the reason
+			// says all there is to say, and nobody waits for its end.
+			<-w.dead
+		}
 		if errors.Is(err, errNotDelivered) && w.killReason() == killCrashed {
 			return replyHeader{}, nil, err
 		}
