@@ -238,8 +238,12 @@ func (p *Pool) deathError(w *proc, err error) error {
 	}
 	first := strings.SplitN(strings.TrimSpace(head), "\n", 2)[0]
 	if first == "" {
-		if st := w.cmd.ProcessState; st != nil {
-			first = st.String() // e.g. "signal: killed"
+		select {
+		case <-w.dead: // reaped: ProcessState is set and no longer written
+			if st := w.cmd.ProcessState; st != nil {
+				first = st.String() // e.g. "signal: killed"
+			}
+		default: // killed by the supervisor and not yet gone: not waited for
 		}
 	}
 	p.log.Warn("sandbox worker died", "err", err, "stderr", first)
