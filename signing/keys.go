@@ -63,6 +63,9 @@ func NewPublicKey(b []byte) (PublicKey, error) {
 	if pk.IsZero() {
 		return PublicKey{}, fmt.Errorf("%w: public key is all zeros", ErrMalformedKey)
 	}
+	if hasSmallOrder(pk.k) {
+		return PublicKey{}, fmt.Errorf("%w: public key is a point of small order, which verifies signatures anyone can make; it is not a key `toolhost curator keygen` writes: ask the curator for their real .pub file", ErrMalformedKey)
+	}
 	return pk, nil
 }
 
