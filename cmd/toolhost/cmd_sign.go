@@ -48,6 +48,9 @@ Review the plugin first: toolhost plugin inspect / the manifest in full.`,
 			}
 			key, err := curator.ParsePrivateKey(keyData, pass)
 			if err != nil {
+				if pass != nil {
+					return fmt.Errorf("%s: %w%s", keyPath, err, passphraseHint())
+				}
 				return fmt.Errorf("%s: %w", keyPath, err)
 			}
 			// Read again, sign and write under the bundle's lock: two
