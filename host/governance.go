@@ -2,6 +2,7 @@ package host
 
 import (
 	"context"
+	"sort"
 
 	"github.com/toolhost/toolhost/host/toolerr"
 	"github.com/toolhost/toolhost/plugin"
@@ -93,3 +94,34 @@ func quarantinedHooks(l *loaded) []PolicyHook {
 // Store is the store the host serves from (for the parts of toolhost that
 // keep their own records in it, such as the approval policy).
 func (h *Host) Store() *store.Store { return h.opts.Store }
+
+// quarantinedToolError answers a call to a tool that no verified plugin
+// provides but a quarantined plugin's stored manifest names: the tool is
+// installed and cannot run, which "no tool named … is installed" hid
+// (the operator was sent to list tools, not to reinstall the plugin). As
+// for hooks, the damaged manifest is read only for the tool's name.
+func (h *Host) quarantinedToolError(tool string) *toolerr.Error {
+	h.mu.RLock()
+	plugins := h.plugins
+	h.mu.RUnlock()
+	names := make([]string, 0, len(plugins))
+	for name, l := range plugins {
+		if l.integrityErr != nil {
+			names = append(names, name)
+		}
+	}
+	sort.Strings(names)
+	for _, name := range names {
+		l := plugins[name]
+		m, err := plugin.ParseManifest(l.record.Manifest)
+		if err != nil {
+			continue
+		}
+		for _, t := range m.Tools {
+			if t.Name == tool {
+				return toolerr.Errorf(toolerr.CodeUnavailable, "tool %q cannot run: plugin %s is quarantined (%v): remove it and install it again", tool, name, l.integrityErr)
+			}
+		}
+	}
+	return nil
+}

@@ -385,8 +385,13 @@ func TestDamagedStoreEntryIsQuarantined(t *testing.T) {
 	if err := e.h.Reload(); err != nil {
 		t.Fatal(err)
 	}
+	// The tool is installed but cannot run: plugin_unavailable, naming
+	// the quarantine and what to do, not tool_not_found.
 	_, err = e.call("bad_echo", `{}`)
-	wantCode(t, err, toolerr.CodeToolNotFound, "bad_echo")
+	wantCode(t, err, toolerr.CodeUnavailable, "plugin bad is quarantined")
+	wantCode(t, err, toolerr.CodeUnavailable, "install it again")
+	_, err = e.call("bad_other", `{}`)
+	wantCode(t, err, toolerr.CodeToolNotFound, "bad_other")
 	if _, err := e.call("good_echo", `{}`); err != nil {
 		t.Fatalf("an intact plugin stopped with a damaged one: %v", err)
 	}

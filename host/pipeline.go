@@ -70,7 +70,10 @@ func (h *Host) call(ctx context.Context, rec *CallRecord, args []byte) (json.Raw
 		return nil, toolerr.Errorf(toolerr.CodeUnavailable, "tool %q cannot run: the host serving it is closed (it is shutting down, or its program closed it); call again once it serves again", rec.Tool)
 	}
 	if !ok {
-		err := NoSuchToolError(rec.Tool)
+		err := h.quarantinedToolError(rec.Tool)
+		if err == nil {
+			err = NoSuchToolError(rec.Tool)
+		}
 		rec.Tool = recordedName(rec.Tool)
 		return nil, err
 	}
