@@ -115,7 +115,7 @@ func Evaluate(digest signing.Digest, sigs []signing.Signature, ts TrustSet, now 
 	case len(sigs) == 0:
 		d.Err = fmt.Errorf("%w: ask a curator to review and sign it (`toolhost curator sign`)", ErrUnsigned)
 	case n > 0:
-		d.Err = fmt.Errorf("%w: %d of %d required (policy threshold); signed by %s", ErrBelowThreshold, n, threshold, strings.Join(d.Signers, ", "))
+		d.Err = fmt.Errorf("%w: %d of %d required (policy threshold); signed by %s%s", ErrBelowThreshold, n, threshold, strings.Join(d.Signers, ", "), notCounted(d.Signatures))
 	case sawInvalid:
 		d.Err = fmt.Errorf("%w; get a freshly signed bundle from the curator", ErrBadSignature)
 	case sawRevoked:
@@ -140,4 +140,20 @@ func keyList(ss []SignatureStatus, state SignatureState) string {
 		}
 	}
 	return strings.Join(out, ", ")
+}
+
+// notCounted names the signatures that did not count and why (a revoked
+// curator, an expired signature, ...), so that a plugin stopped by a
+// revocation says which key stopped it.
+func notCounted(ss []SignatureStatus) string {
+	var out []string
+	for _, state := range []SignatureState{StateRevoked, StateExpired, StateInvalid, StateUntrusted} {
+		if keys := keyList(ss, state); keys != "" {
+			out = append(out, string(state)+": "+keys)
+		}
+	}
+	if len(out) == 0 {
+		return ""
+	}
+	return "; not counted: " + strings.Join(out, "; ")
 }

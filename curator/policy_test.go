@@ -167,3 +167,40 @@ func TestEvaluateCuratorNames(t *testing.T) {
 		t.Errorf("Signatures (-want +got):\n%s", diff)
 	}
 }
+
+// TestBelowThresholdNamesWhatDidNotCount: a plugin that falls below the
+// threshold because a key was revoked (or a signature expired, or a signer
+// is not trusted) says which signature stopped counting and why, not only
+// who still counts.
+func TestBelowThresholdNamesWhatDidNotCount(t *testing.T) {
+	alice, carol, dave := seedKey(t, 21), seedKey(t, 22), seedKey(t, 23)
+	ts := TrustSet{Keys: map[signing.KeyID]TrustedKey{
+		alice.Public().ID(): {Name: "alice", Key: alice.Public()},
+		carol.Public().ID(): {Name: "carol", Key: carol.Public()},
+	}, Revoked: map[signing.KeyID]time.Time{}, Threshold: 2}
+	for _, tc := range []struct {
+		name  string
+		other signing.Signature
+		setup func(TrustSet)
+		want  string
+	}{
+		{"revoked", signing.Sign(carol, digest, time.Time{}), func(ts TrustSet) { ts.Revoked[carol.Public().ID()] = policyNow }, "not counted: revoked: carol (" + carol.Public().ID().String() + ")"},
+		{"expired", signing.Sign(carol, digest, policyNow.Add(-time.Hour)), func(TrustSet) {}, "not counted: expired: carol"},
+		{"untrusted", signing.Sign(dave, digest, time.Time{}), func(TrustSet) {}, "not counted: untrusted: key " + dave.Public().ID().String()},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ts := ts
+			ts.Revoked = map[signing.KeyID]time.Time{}
+			tc.setup(ts)
+			d := Evaluate(digest, []signing.Signature{signing.Sign(alice, digest, time.Time{}), tc.other}, ts, policyNow)
+			if !errors.Is(d.Err, ErrBelowThreshold) || !strings.Contains(d.Err.Error(), tc.want) || !strings.Contains(d.Err.Error(), "signed by alice") {
+				t.Fatalf("err = %v, want ErrBelowThreshold naming %q", d.Err, tc.want)
+			}
+		})
+	}
+	// Nothing that did not count: nothing added.
+	d := Evaluate(digest, []signing.Signature{signing.Sign(alice, digest, time.Time{})}, ts, policyNow)
+	if strings.Contains(d.Err.Error(), "not counted") {
+		t.Fatalf("err = %v", d.Err)
+	}
+}
