@@ -76,7 +76,11 @@ func (d Decision) Allowed() bool { return d.Err == nil }
 func Evaluate(digest signing.Digest, sigs []signing.Signature, ts TrustSet, now time.Time) Decision {
 	threshold := max(ts.Threshold, 1)
 	d := Decision{Threshold: threshold}
-	counted := map[signing.KeyID]bool{}
+	// counted maps each counting key to the index of its signature in
+	// d.Signatures: of several valid signatures by one key, the one that
+	// lasts longest counts, so that the decision's expiry is that one's
+	// (a re-signature with a later expiry beside the old one).
+	counted := map[signing.KeyID]int{}
 	var sawRevoked, sawExpired, sawInvalid bool
 	for _, s := range sigs {
 		st := SignatureStatus{KeyID: s.KeyID, Expires: s.Expires}
@@ -94,11 +98,15 @@ func Evaluate(digest signing.Digest, sigs []signing.Signature, ts TrustSet, now 
 			st.State, sawInvalid = StateInvalid, true
 		case !s.Expires.IsZero() && !now.Before(s.Expires):
 			st.State, sawExpired = StateExpired, true
-		case counted[s.KeyID]:
+		case hasKey(counted, s.KeyID):
 			st.State = StateDuplicate
+			if prev := counted[s.KeyID]; lastsLonger(s.Expires, d.Signatures[prev].Expires) {
+				d.Signatures[prev].State, st.State = StateDuplicate, StateTrusted
+				counted[s.KeyID] = len(d.Signatures)
+			}
 		default:
 			st.State = StateTrusted
-			counted[s.KeyID] = true
+			counted[s.KeyID] = len(d.Signatures)
 			name := tk.Name
 			if name == "" {
 				name = s.KeyID.String()
@@ -156,4 +164,21 @@ func notCounted(ss []SignatureStatus) string {
 		return ""
 	}
 	return "; not counted: " + strings.Join(out, "; ")
+}
+
+func hasKey(m map[signing.KeyID]int, id signing.KeyID) bool {
+	_, ok := m[id]
+	return ok
+}
+
+// lastsLonger reports whether a signature expiring at a outlasts one
+// expiring at b (the zero time is never).
+func lastsLonger(a, b time.Time) bool {
+	switch {
+	case b.IsZero():
+		return false
+	case a.IsZero():
+		return true
+	}
+	return a.After(b)
 }

@@ -351,6 +351,45 @@ func TestThreshold(t *testing.T) {
 	}
 }
 
+// TestResignatureWithLaterExpiryHoldsWithoutReload: a curator re-signs a
+// bundle before its signature expires (the old signature stays beside the
+// new one). The plugin stays callable past the old expiry without a reload,
+// whichever order the two signatures are in, and stops at the later one.
+func TestResignatureWithLaterExpiryHoldsWithoutReload(t *testing.T) {
+	for _, order := range []string{"old first", "new first", "new never expires"} {
+		t.Run(order, func(t *testing.T) {
+			e := newEnv(t, host.Options{})
+			alice := e.curator("alice", true)
+			b := e.bundle(echoManifest("echo", "1.0.0", "", defaultLimits))
+			old := signing.Sign(alice, b.Digest(), e.now.Add(time.Hour))
+			renewed := signing.Sign(alice, b.Digest(), e.now.Add(48*time.Hour))
+			sigs := []signing.Signature{old, renewed}
+			switch order {
+			case "new first":
+				sigs = []signing.Signature{renewed, old}
+			case "new never expires":
+				sigs = []signing.Signature{old, signing.Sign(alice, b.Digest(), time.Time{})}
+			}
+			for _, s := range sigs {
+				if _, err := b.AddSignature(s); err != nil {
+					t.Fatal(err)
+				}
+			}
+			e.install(b)
+			e.now = e.now.Add(2 * time.Hour)
+			if _, err := e.call("echo", `{}`); err != nil {
+				t.Fatalf("past the old signature's expiry, with a later one present: %v", err)
+			}
+			if order == "new never expires" {
+				return
+			}
+			e.now = e.now.Add(72 * time.Hour)
+			_, err := e.call("echo", `{}`)
+			wantCode(t, err, toolerr.CodeUnavailable, "expired")
+		})
+	}
+}
+
 func TestExpiryTakesEffectWithoutReload(t *testing.T) {
 	e := newEnv(t, host.Options{})
 	alice := e.curator("alice", true)
