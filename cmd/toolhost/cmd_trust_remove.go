@@ -4,8 +4,6 @@ import (
 	"fmt"
 
 	"github.com/spf13/cobra"
-
-	"github.com/toolhost/toolhost/signing"
 )
 
 func newTrustRemoveCmd(g *globalOptions) *cobra.Command {
@@ -18,7 +16,7 @@ if someone adds it back, use toolhost trust revoke.`,
 		Example: "  toolhost trust remove 1a2b3c4d5e6f7a8b",
 		Args:    cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			id, err := signing.ParseKeyID(args[0])
+			id, err := keyIDArgText(args[0])
 			if err != nil {
 				return usageError{err}
 			}

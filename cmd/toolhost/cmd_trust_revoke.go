@@ -56,9 +56,16 @@ func newKeyStateCmd(g *globalOptions, cmd *cobra.Command, change func(control.AP
 	return cmd
 }
 
+// keyIDArgText parses a key ID typed on the command line: the form
+// `trust list` shows, or the same hex digits in upper case (as some tools
+// copy them); key IDs inside bundles stay lowercase only.
+func keyIDArgText(arg string) (signing.KeyID, error) {
+	return signing.ParseKeyID(strings.ToLower(arg))
+}
+
 // keyIDArg accepts a key ID or a public key file.
 func keyIDArg(arg string) (signing.KeyID, error) {
-	if id, err := signing.ParseKeyID(arg); err == nil {
+	if id, err := keyIDArgText(arg); err == nil {
 		return id, nil
 	}
 	if strings.HasSuffix(arg, ".pub") || fileExists(arg) {
