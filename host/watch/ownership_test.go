@@ -179,3 +179,40 @@ func TestFIFOIsSkippedWithoutBlocking(t *testing.T) {
 		t.Errorf("the FIFO was reported %d times, want once:\n%s", n, logs)
 	}
 }
+
+// A whole bundle is installed by the first scan that sees it; a copy still
+// under way (a prefix of the bundle) is neither installed nor refused until
+// it holds still, and the finished copy is then installed.
+func TestWholeBundleIsTakenAtOnce(t *testing.T) {
+	data := echoBundle(t, "text", "1.0.0", "", nil)
+	fh := &fakeHost{installed: map[string]string{}}
+	dir := t.TempDir()
+	logs := new(testplugins.SyncBuffer)
+	w, err := watch.New(watch.Options{Dir: dir, Host: fh, Logger: slog.New(slog.NewTextHandler(logs, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	scan := func() { w.Scan(context.Background()) }
+	scan() // the watcher runs
+
+	path := filepath.Join(dir, "text.plugin")
+	for _, cut := range []int{1, 511, 512, len(data) / 2, len(data) - 1024, len(data) - 1} {
+		if err := os.WriteFile(path, data[:cut], 0o644); err != nil {
+			t.Fatal(err)
+		}
+		scan()
+		if len(fh.installed) != 0 || strings.Contains(logs.String(), "refused") {
+			t.Fatalf("a copy cut at %d of %d bytes, seen once: installed %v, log:\n%s", cut, len(data), fh.installed, logs)
+		}
+	}
+	if err := os.WriteFile(path, data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	scan()
+	if fh.installed["text"] == "" {
+		t.Fatalf("a whole bundle was not installed by the first scan that saw it:\n%s", logs)
+	}
+	if !strings.Contains(logs.String(), "watch: installed") {
+		t.Errorf("no install logged:\n%s", logs)
+	}
+}

@@ -69,8 +69,8 @@ type fileState struct {
 	size    int64
 	modTime time.Time
 	mode    os.FileMode // type bits only
-	// settled: the file held still for a poll and was processed; it is
-	// not looked at again until its size or time changes.
+	// settled: the file decoded whole, or held still for a poll, and was
+	// processed; it is not looked at again until its size or time changes.
 	settled bool
 	// plugin is the name of the plugin this file installed, if it did.
 	plugin string
@@ -124,8 +124,9 @@ func (w *Watcher) Run(ctx context.Context) {
 	}
 }
 
-// Scan looks at the directory once: new or changed bundles that held still
-// since the previous scan are installed, deleted ones removed.
+// Scan looks at the directory once: new or changed files that decode as a
+// whole bundle, or that held still since the previous scan, are installed,
+// deleted ones removed.
 func (w *Watcher) Scan(ctx context.Context) {
 	entries, err := os.ReadDir(w.opts.Dir)
 	if err != nil {
@@ -153,7 +154,8 @@ func (w *Watcher) Scan(ctx context.Context) {
 		}
 		st, seen := w.files[e.Name()]
 		if !seen || st.size != fi.Size() || !st.modTime.Equal(fi.ModTime()) || st.mode != fi.Mode().Type() {
-			// New or changed: wait one poll for it to hold still.
+			// New or changed: taken now if it decodes whole, else once
+			// it held still for a poll.
 			prev := ""
 			if seen {
 				prev = st.plugin
@@ -165,6 +167,15 @@ func (w *Watcher) Scan(ctx context.Context) {
 				// writer appears, and reading one never ends. Say so once.
 				st.settled = true
 				w.refuseNotRegular(e.Name(), fi.Mode())
+				continue
+			}
+			// A whole bundle is taken at once: a copy still under way
+			// does not decode (a bundle is a canonical archive whose
+			// digest covers every member), so only a file that does not
+			// decode waits to hold still before it is refused.
+			if b := w.decodeNow(e.Name()); b != nil {
+				st.settled = true
+				w.installBundle(ctx, e.Name(), st, b)
 			}
 			continue
 		}
@@ -205,6 +216,28 @@ func (w *Watcher) install(ctx context.Context, file string, st *fileState) {
 		log.Error("watch: refused bundle", "reason", err.Error(), "do", "replace the file with an intact bundle")
 		return
 	}
+	w.installBundle(ctx, file, st, b)
+}
+
+// decodeNow returns file's bundle when it decodes as it is now, nil on any
+// error (which the scan that finds the file settled reports).
+func (w *Watcher) decodeNow(file string) *plugin.Bundle {
+	f, _, err := userfile.Open(filepath.Join(w.opts.Dir, file))
+	if err != nil {
+		return nil
+	}
+	defer f.Close()
+	b, err := plugin.Decode(f)
+	if err != nil {
+		return nil
+	}
+	return b
+}
+
+// installBundle installs b, read from file, through the host.
+func (w *Watcher) installBundle(ctx context.Context, file string, st *fileState, b *plugin.Bundle) {
+	log := w.opts.Logger.With("file", filepath.Join(w.opts.Dir, file))
+	path := filepath.Join(w.opts.Dir, file)
 	m := b.Manifest()
 	if owner := w.ownerOf(m.Name, file); owner != "" {
 		log.Error("watch: refused bundle", "plugin", m.Name, "reason", fmt.Sprintf("plugin %s is already installed from %s in this directory", m.Name, owner), "do", "keep one bundle per plugin in the directory")
