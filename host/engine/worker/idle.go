@@ -253,21 +253,26 @@ func errShuttingDown() error {
 }
 
 // release returns w after a call of plugin: a healthy worker goes back to
-// the idle set, a dead one is dropped (and replaced in the background).
+// the idle set; a dead one, or one whose priority a long request lowered,
+// is dropped (and replaced in the background).
 func (p *Pool) release(w *proc, plugin string) {
 	s := p.sched
 	s.mu.Lock()
 	if s.running[plugin]--; s.running[plugin] <= 0 {
 		delete(s.running, plugin)
 	}
-	ok := w.alive() && !s.closed
+	ok := w.alive() && !s.closed && !w.lowered.Load()
 	if ok {
 		s.putLocked(w)
 	}
 	s.dispatchLocked()
 	s.mu.Unlock()
 	if !ok {
-		w.kill(killReplaced)
+		reason := killReplaced
+		if w.lowered.Load() {
+			reason = killRetired
+		}
+		w.kill(reason)
 		p.drop(w)
 	}
 }

@@ -1,44 +1,118 @@
 package worker
 
 import (
+	"context"
 	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/toolhost/toolhost/host/engine/enginetest"
+	"github.com/toolhost/toolhost/plugin"
 	"golang.org/x/sys/unix"
 )
 
-// Workers run workerNice levels below the host, every thread of them: the
-// host's supervision (deadline kills, cancellation, the audit record, the
-// answer) must not wait for a core behind the plugins it supervises.
-func TestWorkersRunBelowTheHostsPriority(t *testing.T) {
-	p := newTestPool(t, Options{Workers: 2})
+// A worker runs at the host's priority while its requests are short, and
+// workerNice levels below it, every thread of it, once a request has run
+// for longCall: the host's supervision (deadline kills, cancellation, the
+// audit record, the answer) must not wait for a core behind the plugins
+// it supervises. A worker lowered once is replaced after its request (the
+// host could not raise it back), so the pool is at the host's priority
+// again.
+func TestLongRequestsRunBelowTheHostsPriority(t *testing.T) {
+	p := newTestPool(t, Options{Workers: 1, MaxWorkers: 1})
+	m := compile(t, p, enginetest.Spec("prio", plugin.Limits{TimeoutMS: 30000}))
 	prio, err := unix.Getpriority(unix.PRIO_PROCESS, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := min(20-prio+workerNice, 19)
-	p.procsMu.Lock()
-	var pids []int
-	for w := range p.procs {
-		pids = append(pids, w.cmd.Process.Pid)
-	}
-	p.procsMu.Unlock()
-	if len(pids) != 2 {
-		t.Fatalf("%d workers, want 2", len(pids))
-	}
-	for _, pid := range pids {
-		tasks, err := filepath.Glob("/proc/" + strconv.Itoa(pid) + "/task/*/stat")
-		if err != nil || len(tasks) == 0 {
-			t.Fatalf("worker %d: no threads found (%v)", pid, err)
-		}
-		for _, task := range tasks {
-			if got := niceOf(t, task); got != want {
-				t.Errorf("%s: nice %d, want %d (the host's %d + %d)", task, got, want, 20-prio, workerNice)
+	host := 20 - prio
+	lowered := min(host+workerNice, 19)
+
+	only := func() *proc {
+		t.Helper()
+		p.procsMu.Lock()
+		defer p.procsMu.Unlock()
+		for w := range p.procs {
+			if w.alive() {
+				return w
 			}
 		}
+		return nil
+	}
+	nices := func(w *proc) []int {
+		t.Helper()
+		tasks, _ := filepath.Glob("/proc/" + strconv.Itoa(w.cmd.Process.Pid) + "/task/*/stat")
+		if len(tasks) == 0 {
+			t.Fatalf("worker %d: no threads found", w.cmd.Process.Pid)
+		}
+		var out []int
+		for _, task := range tasks {
+			out = append(out, niceOf(t, task))
+		}
+		return out
+	}
+	allAre := func(ns []int, want int) bool {
+		for _, n := range ns {
+			if n != want {
+				return false
+			}
+		}
+		return true
+	}
+
+	for range 20 {
+		if _, err := m.Call(context.Background(), "echo", []byte(`{}`)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	first := only()
+	if ns := nices(first); !allAre(ns, host) {
+		t.Fatalf("after short calls the worker's threads have nice %v, want the host's %d", ns, host)
+	}
+
+	done := make(chan error, 1)
+	go func() {
+		out, err := m.Call(context.Background(), "busy", []byte(`{}`))
+		if err == nil && string(out) != "ok" {
+			err = os.ErrInvalid
+		}
+		done <- err
+	}()
+	// While the long call runs, its worker drops below the host.
+	var seen []int
+	for deadline := time.Now().Add(20 * time.Second); ; {
+		if seen = nices(first); allAre(seen, lowered) {
+			break
+		}
+		select {
+		case err := <-done:
+			t.Fatalf("the long call ended (%v) before its worker was seen at nice %d (last seen %v)", err, lowered, seen)
+		default:
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the long call's worker threads have nice %v, want %d", seen, lowered)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	if err := <-done; err != nil {
+		t.Fatalf("the long call: %v", err)
+	}
+	// It is replaced after it, and the next worker runs at the host's priority.
+	if _, err := m.Call(context.Background(), "echo", []byte(`{}`)); err != nil {
+		t.Fatal(err)
+	}
+	next := only()
+	if next == nil || next == first {
+		t.Fatalf("the worker lowered for a long call was kept in the pool")
+	}
+	if first.killReason() != killRetired {
+		t.Errorf("the lowered worker ended %v, want retired", first.killReason())
+	}
+	if ns := nices(next); !allAre(ns, host) {
+		t.Errorf("the replacement's threads have nice %v, want the host's %d", ns, host)
 	}
 }
 

@@ -86,6 +86,9 @@ type proc struct {
 	reason atomic.Uint32 // a killReason, set once
 	// dropped is set once the pool has stopped counting it (Pool.drop).
 	dropped atomic.Bool
+	// lowered is set once its priority was lowered for a long request
+	// (watchdog.lowerIfLong); such a worker is replaced after it.
+	lowered atomic.Bool
 	// idleSince is when it last became idle (guarded by sched.mu).
 	idleSince time.Time
 }
@@ -121,9 +124,6 @@ func (p *Pool) start() (*proc, error) {
 	}
 	core := unix.Rlimit{}
 	_ = unix.Prlimit(cmd.Process.Pid, unix.RLIMIT_CORE, &core, nil)
-	if err := lowerPriority(cmd.Process.Pid); err != nil {
-		p.log.Warn("cannot lower the sandbox worker's CPU priority", "err", err)
-	}
 	p.started.Add(1)
 	p.procsMu.Lock()
 	p.procs[w] = struct{}{}
@@ -141,19 +141,24 @@ func (p *Pool) start() (*proc, error) {
 	return w, nil
 }
 
-// workerNice is how many nice levels below the host its workers run.
-// The host supervises them: it kills a call at its deadline, stops a
-// cancelled one, writes the audit record and answers the client. At
-// equal priority a plugin spinning in several workers took the cores from
-// the host as much as from anyone: on 2 loaded cores with two plugins
-// spinning in six workers, a spinning call ended up to 860 ms past its
-// deadline and a benign call took up to 860 ms, most of it the host
-// waiting for a core (its audit write alone up to 400 ms). Five levels
-// give the host about three times a worker's share of a contended core;
-// measured the same way, the worst became 50 ms past the deadline and a
-// benign call's worst 40-70 ms (RATIONALE.md, "Workers run below the
-// host's priority").
+// workerNice is how many nice levels below the host a worker runs once a
+// request in it has run for longCall: the host supervises it (kills a call
+// at its deadline, stops a cancelled one, writes the audit record and
+// answers the client), and at equal priority a plugin spinning in several
+// workers took the cores from the host as much as from anyone: on 2 loaded
+// cores with two plugins spinning in six workers, a spinning call ended up
+// to 860 ms past its deadline and a benign call took up to 860 ms, most of
+// it the host waiting for a core. Five levels give the host about three
+// times a worker's share of a contended core (RATIONALE.md, "Workers run
+// below the host's priority").
 const workerNice = 5
+
+// longCall is how long a request runs at the host's priority. Short calls
+// stay there: a worker always below the host cost an 8-client HTTP run 5%
+// of its calls/s and doubled the sequential rows' p99 (a woken worker
+// preempted less). An unprivileged host cannot raise a worker's priority
+// back, so a worker lowered once is replaced after its request.
+const longCall = 100 * time.Millisecond
 
 // lowerPriority sets every thread of the worker whose process group is
 // pgid (it leads its own) workerNice levels below the calling thread's

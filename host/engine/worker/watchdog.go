@@ -44,7 +44,7 @@ func (p *Pool) roundTrip(ctx context.Context, w *proc, kind byte, header any, bo
 		return replyHeader{}, nil, engine.Cancelled() // nothing sent: the worker stays as it is
 	}
 	events := newRelay(engine.EventsOf(ctx))
-	wd := &watchdog{p: p, w: w, cancelDone: make(chan struct{}), writeDone: make(chan struct{})}
+	wd := &watchdog{p: p, w: w, start: time.Now(), cancelDone: make(chan struct{}), writeDone: make(chan struct{})}
 	var starting atomic.Bool // the deadline is the start function's
 	deadline := time.AfterFunc(time.Until(kill), func() {
 		p.notePeak(peakResidentBytes(w.cmd.Process.Pid))
@@ -132,6 +132,7 @@ const rssEvery = 10 * time.Millisecond
 type watchdog struct {
 	p         *Pool
 	w         *proc
+	start     time.Time     // when the request was sent
 	writeDone chan struct{} // closed once writing the request ended
 	written   bool          // it was all written (set before writeDone closes)
 
@@ -166,11 +167,26 @@ func (wd *watchdog) checkRSS() {
 		wd.kill(killMemory)
 		return
 	}
+	wd.lowerIfLong()
 	wd.mu.Lock()
 	if !wd.over {
 		wd.rss.Reset(rssEvery)
 	}
 	wd.mu.Unlock()
+}
+
+// lowerIfLong lowers the worker's priority below the host's once its
+// request has run for longCall (a long or spinning call, a compile), so
+// that it cannot take the cores the host needs to supervise it.
+func (wd *watchdog) lowerIfLong() {
+	w := wd.w
+	if w.lowered.Load() || time.Since(wd.start) < longCall {
+		return
+	}
+	w.lowered.Store(true) // replaced after this request either way
+	if err := lowerPriority(w.cmd.Process.Pid); err != nil {
+		wd.p.log.Warn("cannot lower a long-running sandbox worker's CPU priority", "err", err)
+	}
 }
 
 // cancelled is the watchdog run when ctx ends: if its caller went away,

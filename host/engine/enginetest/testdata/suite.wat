@@ -3,6 +3,7 @@
 ;;   count       adds one to a global and returns it as one JSON digit: "1"
 ;;               on a fresh instance, "2", "3"… when the instance is reused.
 ;;   loop        spins forever (stopped at a loop back-edge).
+;;   busy        counts to 2^30 (about a second of CPU), then returns "ok".
 ;;   grow        grows memory a page at a time until refused, then traps.
 ;;   big_output  returns 2 MiB of output.
 ;;   trap        hits unreachable.
@@ -50,6 +51,16 @@
     (i32.const 0))
   (func (export "loop") (result i32)
     (loop $forever (br $forever))
+    (i32.const 0))
+  (func (export "busy") (result i32)
+    (local $i i32) (local $p i64)
+    (loop $count
+      (local.set $i (i32.add (local.get $i) (i32.const 1)))
+      (br_if $count (i32.lt_u (local.get $i) (i32.const 1073741824))))
+    (local.set $p (call $alloc (i64.const 2)))
+    (call $store_u8 (local.get $p) (i32.const 111))
+    (call $store_u8 (i64.add (local.get $p) (i64.const 1)) (i32.const 107))
+    (call $output_set (local.get $p) (i64.const 2))
     (i32.const 0))
   (func (export "grow") (result i32)
     (local $p i32)
