@@ -56,3 +56,25 @@ func UnsatisfiableRequired(params json.RawMessage) []string {
 	walk(root, "", 0)
 	return out
 }
+
+// RootCombinators names the schema combinators (anyOf, oneOf, allOf) at
+// the top level of a tool's parameters. They are valid JSON Schema and the
+// host validates them, but Anthropic's Messages API refuses an
+// input_schema that has one at its top level, and refuses the whole
+// request with it: `?format=anthropic` passes the signed schema on as it
+// is, so such a tool breaks every request of a client that sends it.
+// Like UnsatisfiableRequired it is a finding to show an author and a
+// reviewer, never a refusal, and it never fails.
+func RootCombinators(params json.RawMessage) []string {
+	var root map[string]json.RawMessage
+	if json.Unmarshal(params, &root) != nil {
+		return nil
+	}
+	var out []string
+	for _, k := range []string{"anyOf", "oneOf", "allOf"} {
+		if _, ok := root[k]; ok {
+			out = append(out, k)
+		}
+	}
+	return out
+}

@@ -32,3 +32,24 @@ func TestUnsatisfiableRequired(t *testing.T) {
 		}
 	}
 }
+
+// Combinators at the top level of the parameters are named (Anthropic's
+// API refuses them there); nested ones, and schemas that do not parse, are
+// not findings.
+func TestRootCombinators(t *testing.T) {
+	for _, c := range []struct {
+		schema string
+		want   []string
+	}{
+		{`{"type":"object","properties":{"a":{"type":"string"}}}`, nil},
+		{`{"type":"object","anyOf":[{"required":["a"]},{"required":["b"]}]}`, []string{"anyOf"}},
+		{`{"oneOf":[{"type":"object"}],"allOf":[{"type":"object"}]}`, []string{"oneOf", "allOf"}},
+		{`{"type":"object","properties":{"a":{"anyOf":[{"type":"string"},{"type":"null"}]}}}`, nil},
+		{`not json`, nil},
+		{`true`, nil},
+	} {
+		if got := RootCombinators(json.RawMessage(c.schema)); !reflect.DeepEqual(got, c.want) {
+			t.Errorf("RootCombinators(%s) = %q, want %q", c.schema, got, c.want)
+		}
+	}
+}

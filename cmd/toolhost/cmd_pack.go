@@ -54,12 +54,22 @@ func outputPathError(err error) error {
 }
 
 // warnSchemas tells a plugin's author about a tool no call can pass (its
-// schema requires a property it also forbids): valid JSON Schema, so not
-// refused, but surely not what was meant.
+// schema requires a property it also forbids), and about a schema one
+// provider's API refuses (a top-level anyOf, oneOf or allOf): valid JSON
+// Schema, so not refused, but surely not what was meant.
 func warnSchemas(g *globalOptions, m *plugin.Manifest) {
 	for _, t := range m.Tools {
 		for _, u := range plugin.UnsatisfiableRequired(t.Parameters) {
 			fmt.Fprintf(g.stderr, "warning: tool %s: no call can pass its parameter schema: %s; define the property or leave it out of required\n", terminalSafe(t.Name), terminalSafe(u))
 		}
+		for _, k := range plugin.RootCombinators(t.Parameters) {
+			fmt.Fprintf(g.stderr, "warning: tool %s: %s\n", terminalSafe(t.Name), rootCombinatorNote(k))
+		}
 	}
+}
+
+// rootCombinatorNote says what a top-level combinator k in a tool's
+// parameters does to an Anthropic client, and what to do instead.
+func rootCombinatorNote(k string) string {
+	return fmt.Sprintf("its parameters have %s at the top level, which Anthropic's Messages API refuses (a request that lists the tool from ?format=anthropic fails as a whole); put the alternatives inside a property, or check them in the tool", k)
 }

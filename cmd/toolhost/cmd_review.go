@@ -85,6 +85,9 @@ func review(w io.Writer, b *plugin.Bundle) error {
 		for _, u := range plugin.UnsatisfiableRequired(t.Parameters) {
 			warnings = append(warnings, fmt.Sprintf("tool %s: no call can pass its parameter schema: %s", t.Name, visible(u)))
 		}
+		for _, k := range plugin.RootCombinators(t.Parameters) {
+			warnings = append(warnings, fmt.Sprintf("tool %s: %s", t.Name, rootCombinatorNote(k)))
+		}
 		if len(t.Description) > 1024 {
 			warnings = append(warnings, fmt.Sprintf("tool %s: description is %d bytes long; long descriptions can hide instructions", t.Name, len(t.Description)))
 		}
