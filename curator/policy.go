@@ -89,6 +89,7 @@ func Evaluate(digest signing.Digest, sigs []signing.Signature, ts TrustSet, now 
 			st.Curator = tk.Name
 		}
 		_, revoked := ts.Revoked[s.KeyID]
+		prev, seen := counted[s.KeyID]
 		switch {
 		case revoked:
 			st.State, sawRevoked = StateRevoked, true
@@ -98,9 +99,9 @@ func Evaluate(digest signing.Digest, sigs []signing.Signature, ts TrustSet, now 
 			st.State, sawInvalid = StateInvalid, true
 		case !s.Expires.IsZero() && !now.Before(s.Expires):
 			st.State, sawExpired = StateExpired, true
-		case hasKey(counted, s.KeyID):
+		case seen:
 			st.State = StateDuplicate
-			if prev := counted[s.KeyID]; lastsLonger(s.Expires, d.Signatures[prev].Expires) {
+			if lastsLonger(s.Expires, d.Signatures[prev].Expires) {
 				d.Signatures[prev].State, st.State = StateDuplicate, StateTrusted
 				counted[s.KeyID] = len(d.Signatures)
 			}
@@ -164,11 +165,6 @@ func notCounted(ss []SignatureStatus) string {
 		return ""
 	}
 	return "; not counted: " + strings.Join(out, "; ")
-}
-
-func hasKey(m map[signing.KeyID]int, id signing.KeyID) bool {
-	_, ok := m[id]
-	return ok
 }
 
 // lastsLonger reports whether a signature expiring at a outlasts one

@@ -196,38 +196,46 @@ func (w *Watcher) Scan(ctx context.Context) {
 
 func (w *Watcher) install(ctx context.Context, file string, st *fileState) {
 	log := w.opts.Logger.With("file", filepath.Join(w.opts.Dir, file))
-	path := filepath.Join(w.opts.Dir, file)
-	// Without blocking: the file may have been swapped for a FIFO since it
-	// was looked at, and a blocking open of a FIFO waits for a writer —
-	// forever, holding up every other bundle and shutdown.
-	f, _, err := userfile.Open(path)
-	if err != nil {
-		var nr *userfile.NotRegularError
-		if errors.As(err, &nr) {
-			w.refuseNotRegular(file, nr.Mode)
-			return
-		}
+	b, err := w.readBundle(file)
+	var nr *userfile.NotRegularError
+	switch {
+	case errors.As(err, &nr):
+		w.refuseNotRegular(file, nr.Mode)
+		return
+	case errors.Is(err, errUnreadable):
 		log.Error("watch: refused bundle", "reason", err.Error(), "do", "make the file readable by this user, then touch it to retry")
 		return
-	}
-	b, err := plugin.Decode(f)
-	f.Close()
-	if err != nil {
+	case err != nil:
 		log.Error("watch: refused bundle", "reason", err.Error(), "do", "replace the file with an intact bundle")
 		return
 	}
 	w.installBundle(ctx, file, st, b)
 }
 
+// errUnreadable marks a bundle file that could not be opened.
+var errUnreadable = errors.New("cannot open the bundle file")
+
+// readBundle decodes file. It opens it without blocking: the file may have
+// been swapped for a FIFO since it was looked at, and a blocking open of a
+// FIFO waits for a writer — forever, holding up every other bundle and
+// shutdown.
+func (w *Watcher) readBundle(file string) (*plugin.Bundle, error) {
+	f, _, err := userfile.Open(filepath.Join(w.opts.Dir, file))
+	if err != nil {
+		var nr *userfile.NotRegularError
+		if errors.As(err, &nr) {
+			return nil, err
+		}
+		return nil, fmt.Errorf("%w: %w", errUnreadable, err)
+	}
+	defer f.Close()
+	return plugin.Decode(f)
+}
+
 // decodeNow returns file's bundle when it decodes as it is now, nil on any
 // error (which the scan that finds the file settled reports).
 func (w *Watcher) decodeNow(file string) *plugin.Bundle {
-	f, _, err := userfile.Open(filepath.Join(w.opts.Dir, file))
-	if err != nil {
-		return nil
-	}
-	defer f.Close()
-	b, err := plugin.Decode(f)
+	b, err := w.readBundle(file)
 	if err != nil {
 		return nil
 	}

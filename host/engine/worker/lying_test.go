@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"io"
 	"os"
 	"strings"
 	"testing"
@@ -17,6 +18,15 @@ import (
 // lyingWorker stands in for a sandbox worker the plugin took over: it
 // speaks the protocol, but answers every call with the reply header given.
 func lyingWorker(reply string) int {
+	return fakeWorker(func(out io.Writer) error {
+		return writeFrame(out, kindReply, json.RawMessage(reply), nil)
+	})
+}
+
+// fakeWorker speaks the worker side of the protocol on stdin and stdout:
+// it reports ready, answers every load and unload with an empty reply and
+// leaves each call to onCall; it returns the process's exit code.
+func fakeWorker(onCall func(out io.Writer) error) int {
 	in, out := bufio.NewReader(os.Stdin), os.Stdout
 	if writeFrame(out, kindReady, struct{}{}, nil) != nil {
 		return 1
@@ -28,7 +38,7 @@ func lyingWorker(reply string) int {
 		}
 		switch f.kind {
 		case kindCall:
-			err = writeFrame(out, kindReply, json.RawMessage(reply), nil)
+			err = onCall(out)
 		case kindLoad, kindUnload:
 			err = writeFrame(out, kindReply, struct{}{}, nil)
 		}

@@ -1,9 +1,9 @@
 package worker
 
 import (
-	"bufio"
 	"context"
 	"errors"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -41,25 +41,11 @@ func stuckWorker(dir string) int {
 			return 1
 		}
 	}
-	in, out := bufio.NewReader(os.Stdin), os.Stdout
-	if writeFrame(out, kindReady, struct{}{}, nil) != nil {
-		return 1
-	}
-	for {
-		f, err := readFrame(in, 1<<30)
-		if err != nil {
-			return 0
-		}
-		switch f.kind {
-		case kindLoad, kindUnload:
-			if writeFrame(out, kindReply, struct{}{}, nil) != nil {
-				return 1
-			}
-		case kindCall:
-			os.WriteFile(filepath.Join(dir, "called"), nil, 0o600)
-			time.Sleep(time.Hour)
-		}
-	}
+	return fakeWorker(func(io.Writer) error {
+		os.WriteFile(filepath.Join(dir, "called"), nil, 0o600)
+		time.Sleep(time.Hour)
+		return nil
+	})
 }
 
 // A call whose worker the supervisor kills (its deadline, its caller gone)
