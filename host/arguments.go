@@ -36,6 +36,9 @@ func (h *Host) arguments(ref *toolRef, args []byte) ([]byte, *toolerr.Error) {
 	if err := ref.schema.CheckCost(v.Nodes); err != nil {
 		return nil, toolerr.Errorf(toolerr.CodeInvalidArguments, "%v", err)
 	}
+	if err := ref.schema.CheckTextCost(v.V); err != nil {
+		return nil, toolerr.Errorf(toolerr.CodeInvalidArguments, "%v", err)
+	}
 	if err := ref.schema.Validate(v.V); err != nil {
 		return nil, toolerr.Errorf(toolerr.CodeInvalidArguments, "%v", err)
 	}

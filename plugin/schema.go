@@ -21,6 +21,9 @@ type Schema struct {
 	// costs[d] bounds the subschemas evaluated at one argument value of
 	// depth d (see analyseCost).
 	costs []int64
+	// text is the cost analysis kept for CheckTextCost when some subschema
+	// reads strings by their length (pattern, minLength, ...); else nil.
+	text *costAnalysis
 }
 
 const schemaURL = "toolhost:///parameters.json"
@@ -62,11 +65,15 @@ func CompileSchema(raw json.RawMessage) (*Schema, error) {
 		return nil, fmt.Errorf("not a valid schema: %v", err)
 	}
 	// After compiling, so that a malformed schema is reported as such.
-	costs, err := analyseCost(doc)
+	costs, a, err := analyseCost(doc)
 	if err != nil {
 		return nil, err
 	}
-	return &Schema{s: s, costs: costs}, nil
+	sc := &Schema{s: s, costs: costs}
+	if a.hasText() {
+		sc.text = a
+	}
+	return sc, nil
 }
 
 // checkRefs refuses $ref, $dynamicRef and $schema values that point outside

@@ -68,6 +68,7 @@ type costNode struct {
 	descend []string
 	// state of the in-place expansion: 0 new, 1 on the stack, 2 done.
 	state int
+	text  textKeys         // what reads strings, and where descents lead (textcost.go)
 	size  int64            // subschemas evaluated on one value when this node applies
 	child map[string]int64 // subschemas applied to one member, with multiplicity
 }
@@ -81,11 +82,11 @@ type costAnalysis struct {
 // analyseCost returns the worst-case number of subschemas evaluated at one
 // value of each depth (index 0 is the arguments object), or why the schema
 // is refused.
-func analyseCost(doc any) ([]int64, error) {
+func analyseCost(doc any) ([]int64, *costAnalysis, error) {
 	a := &costAnalysis{doc: doc, anchors: map[string]string{}, nodes: map[string]*costNode{}}
 	a.collectAnchors(doc, "")
 	if _, err := a.expand(""); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	level := map[string]int64{"": 1}
 	var costs []int64
@@ -97,18 +98,18 @@ func analyseCost(doc any) ([]int64, error) {
 			cost = satAdd(cost, satMul(n, node.size))
 			for c, m := range node.child {
 				if _, err := a.expand(c); err != nil {
-					return nil, err
+					return nil, nil, err
 				}
 				next[c] = satAdd(next[c], satMul(n, m))
 			}
 		}
 		if cost > MaxSchemaCostPerValue {
-			return nil, fmt.Errorf("validating one argument value %d levels deep could evaluate %s subschemas (the limit is %d): references (\"$ref\") apply the same subschemas over and over; write the schema without repeated references", depth, costText(cost), MaxSchemaCostPerValue)
+			return nil, nil, fmt.Errorf("validating one argument value %d levels deep could evaluate %s subschemas (the limit is %d): references (\"$ref\") apply the same subschemas over and over; write the schema without repeated references", depth, costText(cost), MaxSchemaCostPerValue)
 		}
 		costs = append(costs, cost)
 		level = next
 	}
-	return costs, nil
+	return costs, a, nil
 }
 
 func costText(n int64) string {
@@ -173,6 +174,7 @@ func (a *costAnalysis) node(ptr string) (*costNode, error) {
 		}
 		return p
 	}
+	n.readText(obj, at)
 	for _, k := range dynamicRefer {
 		if _, ok := obj[k]; ok {
 			return nil, fmt.Errorf("%s at %q is not allowed in tool parameters: dynamic references make the cost of validation unbounded; use $ref", k, "#"+ptr)
