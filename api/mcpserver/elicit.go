@@ -19,6 +19,7 @@ import (
 	"github.com/toolhost/toolhost/host"
 	"github.com/toolhost/toolhost/host/content"
 	"github.com/toolhost/toolhost/host/govern"
+	"github.com/toolhost/toolhost/internal/clip"
 )
 
 // Approval through elicitation. MCP (2026-07-28, SEP-2322 "multi round-trip
@@ -392,7 +393,17 @@ func elicitAnswer(r *mcp.ElicitResult) govern.Answer {
 	reason, _ := r.Content["reason"].(string)
 	switch r.Action {
 	case "accept":
-		approve, _ := r.Content["approve"].(bool)
+		approve, ok := r.Content["approve"].(bool)
+		if !ok {
+			// Not the form's answer: no yes from anyone, and not a no
+			// from the user either; say what came instead.
+			got, _ := json.Marshal(r.Content["approve"])
+			start, end, cut := clip.Middle(string(got), 60, 20)
+			if cut {
+				got = []byte(start + "…" + end)
+			}
+			return govern.Answer{Reason: fmt.Sprintf("the MCP client gave no usable answer to the approval question (approve was %s, not true or false), so the call did not run; the client's user must answer the form {approve: true|false}", got)}
+		}
 		if !approve && reason == "" {
 			reason = "the user answered no"
 		}

@@ -51,9 +51,9 @@ func noneWaiting(t *testing.T, a *govern.Approvals, what string) {
 
 // When the client's answer to the approval request fails (an error, a
 // result that is not an elicitation result, a form that does not
-// validate), the client is told the call failed, and the call must be
-// ended: it must not stay waiting where an operator could still approve
-// and run it.
+// validate), the call is denied (TestUnusableElicitationAnswerDenies), and
+// it must not stay waiting where an operator could still approve and run
+// it.
 func TestStdioFailedElicitationEndsTheCall(t *testing.T) {
 	r, approvals := startAsking(t, context.Background())
 	for i, answer := range []string{
@@ -69,8 +69,11 @@ func TestStdioFailedElicitationEndsTheCall(t *testing.T) {
 			t.Fatalf("answer %s: want the answer to call %d, got %v", answer, id, m)
 		}
 		if m["error"] == nil {
-			if res, _ := m["result"].(map[string]any); res["isError"] != true {
-				t.Fatalf("answer %s: the call succeeded: %v", answer, m)
+			// askingBackend answers a decision as a result: it must say
+			// the call was not approved.
+			res, _ := m["result"].(map[string]any)
+			if sc, _ := res["structuredContent"].(map[string]any); res["isError"] != true && (sc == nil || sc["approved"] != false) {
+				t.Fatalf("answer %s: the call was approved: %v", answer, m)
 			}
 		}
 		noneWaiting(t, approvals, answer)

@@ -2,9 +2,13 @@ package mcpserver
 
 import (
 	"context"
+	"strings"
 	"sync"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/toolhost/toolhost/host/govern"
+	"github.com/toolhost/toolhost/internal/clip"
 )
 
 // parkSlot tells settleParked which call a tools/call request parked;
@@ -56,11 +60,51 @@ func (s *Server) settleParked(next mcp.MethodHandler) mcp.MethodHandler {
 		}
 		if err != nil && slot.state != "" {
 			if pc := s.parked.take(slot.state); pc != nil {
+				creq, ok := req.(*mcp.CallToolRequest)
+				if ok && ctx.Err() == nil {
+					// The request is still wanted, but the round trip
+					// with the client failed: its elicitation handler
+					// failed, or its answer does not fit the form. That
+					// is the client's answer, and no usable one: the
+					// call is denied, saying why, and the caller gets a
+					// denied result (not the SDK's bare error), audited
+					// as the client's decision, not as a caller gone.
+					return s.denyUnanswered(ctx, creq, pc, err), nil
+				}
 				pc.cancel()
 			}
 		}
 		return res, err
 	}
+}
+
+// denyUnanswered ends a parked call whose client could not give the
+// approval question a usable answer (err says why) as denied by that
+// client, and returns the call's result. A decision that took the call
+// first (an operator's) stands: its outcome is the answer.
+func (s *Server) denyUnanswered(ctx context.Context, req *mcp.CallToolRequest, pc *parkedCall, err error) *mcp.CallToolResult {
+	select {
+	case pc.answer <- govern.Answer{Reason: unusableAnswerReason(err)}:
+	default:
+	}
+	<-pc.done
+	pc.cancel()
+	return s.answer(ctx, req, pc.res, pc.err)
+}
+
+// unusableAnswerReason is why a call whose client answered the approval
+// question unusably did not run, with the SDK's account of what was wrong
+// (its "multi-round-trip: fulfilling input request" wrapping left out).
+func unusableAnswerReason(err error) string {
+	msg := err.Error()
+	if i := strings.LastIndex(msg, approvalKey+`": `); i >= 0 {
+		msg = msg[i+len(approvalKey)+3:]
+	}
+	start, end, cut := clip.Middle(msg, 240, 120)
+	if cut {
+		msg = start + "…" + end
+	}
+	return "the MCP client gave no usable answer to the approval question (" + msg + "), so the call did not run; the client's user must answer the form {approve: true|false}"
 }
 
 func isDone(pc *parkedCall) bool {
