@@ -14,6 +14,7 @@ import (
 	"github.com/toolhost/toolhost/host"
 	"github.com/toolhost/toolhost/host/toolerr"
 	"github.com/toolhost/toolhost/internal/clip"
+	"github.com/toolhost/toolhost/internal/strictjson"
 	"github.com/toolhost/toolhost/plugin"
 	"github.com/toolhost/toolhost/store"
 )
@@ -279,7 +280,21 @@ func checkOutput(s *plugin.Schema, result json.RawMessage) error {
 	if err := json.Unmarshal(result, &v); err != nil {
 		return errors.New("it is not JSON")
 	}
-	return s.Validate(v)
+	return resultError(s.Validate(v))
+}
+
+// resultError names the part of a result that does not validate as the
+// result's: the schema validator's own words are about arguments, and a
+// plugin author reading "argument \"/deleted\"" looks in the wrong place.
+func resultError(err error) error {
+	var ve *plugin.ValidationError
+	if !errors.As(err, &ve) {
+		return err
+	}
+	if ve.Field == "" {
+		return fmt.Errorf("the result: %s", ve.Reason)
+	}
+	return fmt.Errorf("result field %q: %s", strictjson.Shown(ve.Field), ve.Reason)
 }
 
 func (g *Governor) outputSchema(c *host.CallInfo) (*plugin.Schema, error) {

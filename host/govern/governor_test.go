@@ -338,10 +338,13 @@ func TestOutputSchema(t *testing.T) {
 	if _, err := e.g.AfterCall(ctx, call(noteTool, `{}`), json.RawMessage(`{"deleted":true}`)); err != nil {
 		t.Fatal(err)
 	}
-	for _, bad := range []string{`{"deleted":"yes"}`, `{}`, `"text"`} {
+	// The message names the result's part, never an "argument" (the
+	// validator's words are about arguments).
+	for bad, names := range map[string]string{`{"deleted":"yes"}`: `result field "/deleted"`, `{}`: `result field "/deleted"`, `"text"`: "the result: "} {
 		_, err := e.g.AfterCall(ctx, call(noteTool, `{}`), json.RawMessage(bad))
-		if toolerr.CodeOf(err) != toolerr.CodePluginError || !strings.Contains(err.Error(), "output_schema") {
-			t.Errorf("result %s: err = %v, want plugin_error", bad, err)
+		if toolerr.CodeOf(err) != toolerr.CodePluginError || !strings.Contains(err.Error(), "output_schema") ||
+			!strings.Contains(err.Error(), names) || strings.Contains(err.Error(), "argument") {
+			t.Errorf("result %s: err = %v, want plugin_error naming %s", bad, err, names)
 		}
 	}
 }
