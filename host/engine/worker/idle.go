@@ -253,7 +253,7 @@ func errShuttingDown() error {
 }
 
 // release returns w after a call of plugin: a healthy worker goes back to
-// the idle set; a dead one, or one whose priority a long request lowered,
+// the idle set; a dead one, or one whose priority a long call lowered,
 // is dropped (and replaced in the background).
 func (p *Pool) release(w *proc, plugin string) {
 	s := p.sched
@@ -261,7 +261,7 @@ func (p *Pool) release(w *proc, plugin string) {
 	if s.running[plugin]--; s.running[plugin] <= 0 {
 		delete(s.running, plugin)
 	}
-	ok := w.alive() && !s.closed && !w.lowered.Load()
+	ok := w.alive() && !s.closed && !w.retire.Load()
 	if ok {
 		s.putLocked(w)
 	}
@@ -269,7 +269,7 @@ func (p *Pool) release(w *proc, plugin string) {
 	s.mu.Unlock()
 	if !ok {
 		reason := killReplaced
-		if w.lowered.Load() {
+		if w.retire.Load() {
 			reason = killRetired
 		}
 		w.kill(reason)

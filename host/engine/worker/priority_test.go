@@ -20,7 +20,8 @@ import (
 // audit record, the answer) must not wait for a core behind the plugins
 // it supervises. A worker lowered once is replaced after its request (the
 // host could not raise it back), so the pool is at the host's priority
-// again.
+// again. What counts is the CPU a request used: one that waited for a core
+// keeps its worker where it was (TestWaitingForACoreIsNotLong).
 func TestLongRequestsRunBelowTheHostsPriority(t *testing.T) {
 	p := newTestPool(t, Options{Workers: 1, MaxWorkers: 1})
 	m := compile(t, p, enginetest.Spec("prio", plugin.Limits{TimeoutMS: 30000}))
@@ -131,4 +132,59 @@ func niceOf(t *testing.T, stat string) int {
 		t.Fatalf("%s: %v", stat, err)
 	}
 	return n
+}
+
+// TestWaitingForACoreIsNotLong: a request whose worker got no CPU for
+// longer than longCall (here: the worker stopped, as a loaded machine can
+// leave it waiting for a core) neither lowers nor retires it, for a call
+// or a load. Judged by the clock, each such call retired its worker, and
+// on a loaded machine the replacement's module load waited as long: 400
+// concurrent calls of the Go time sample got 17 answers, the rest busy or
+// timeout.
+func TestWaitingForACoreIsNotLong(t *testing.T) {
+	p := newTestPool(t, Options{Workers: 1, MaxWorkers: 1})
+	m := compile(t, p, enginetest.Spec("wait", plugin.Limits{TimeoutMS: 30000}))
+	if _, err := m.Call(context.Background(), "echo", []byte(`{}`)); err != nil {
+		t.Fatal(err)
+	}
+	var w *proc
+	p.procsMu.Lock()
+	for x := range p.procs {
+		if x.alive() {
+			w = x
+		}
+	}
+	p.procsMu.Unlock()
+	pid := w.cmd.Process.Pid
+	if err := unix.Kill(-pid, unix.SIGSTOP); err != nil {
+		t.Fatal(err)
+	}
+	stopped := true
+	cont := func() {
+		if stopped {
+			stopped = false
+			if err := unix.Kill(-pid, unix.SIGCONT); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	defer cont()
+	for _, kind := range []byte{kindCall, kindLoad} {
+		// A watchdog of a request sent long ago (its zero start), checked
+		// as often as a request of any length is.
+		wd := &watchdog{p: p, w: w, kind: kind}
+		for range 20 {
+			wd.lowerIfLong()
+		}
+		if w.lowered.Load() || w.retire.Load() {
+			t.Fatalf("kind %d: a worker that used no CPU was lowered (%v) or marked for retirement (%v)", kind, w.lowered.Load(), w.retire.Load())
+		}
+	}
+	cont()
+	if _, err := m.Call(context.Background(), "echo", []byte(`{}`)); err != nil {
+		t.Fatal(err)
+	}
+	if !w.alive() || w.killReason() != notKilled {
+		t.Fatalf("the worker was replaced (%v)", w.killReason())
+	}
 }

@@ -86,9 +86,10 @@ type proc struct {
 	reason atomic.Uint32 // a killReason, set once
 	// dropped is set once the pool has stopped counting it (Pool.drop).
 	dropped atomic.Bool
-	// lowered is set once its priority was lowered for a long request
-	// (watchdog.lowerIfLong); such a worker is replaced after it.
-	lowered atomic.Bool
+	// lowered is set once its priority was lowered for a request that used
+	// longCall of CPU (watchdog.lowerIfLong); retire, when that request
+	// was a call: such a worker is replaced after it.
+	lowered, retire atomic.Bool
 	// idleSince is when it last became idle (guarded by sched.mu).
 	idleSince time.Time
 }
@@ -142,7 +143,7 @@ func (p *Pool) start() (*proc, error) {
 }
 
 // workerNice is how many nice levels below the host a worker runs once a
-// request in it has run for longCall: the host supervises it (kills a call
+// request in it has used longCall of CPU: the host supervises it (kills a call
 // at its deadline, stops a cancelled one, writes the audit record and
 // answers the client), and at equal priority a plugin spinning in several
 // workers took the cores from the host as much as from anyone: on 2 loaded
@@ -153,7 +154,7 @@ func (p *Pool) start() (*proc, error) {
 // below the host's priority").
 const workerNice = 5
 
-// longCall is how long a request runs at the host's priority. Short calls
+// longCall is how much CPU a request uses at the host's priority. Short calls
 // stay there: a worker always below the host cost an 8-client HTTP run 5%
 // of its calls/s and doubled the sequential rows' p99 (a woken worker
 // preempted less). An unprivileged host cannot raise a worker's priority

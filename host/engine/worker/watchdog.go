@@ -44,7 +44,7 @@ func (p *Pool) roundTrip(ctx context.Context, w *proc, kind byte, header any, bo
 		return replyHeader{}, nil, engine.Cancelled() // nothing sent: the worker stays as it is
 	}
 	events := newRelay(engine.EventsOf(ctx))
-	wd := &watchdog{p: p, w: w, start: time.Now(), cancelDone: make(chan struct{}), writeDone: make(chan struct{})}
+	wd := &watchdog{p: p, w: w, kind: kind, cancelDone: make(chan struct{}), writeDone: make(chan struct{})}
 	var starting atomic.Bool // the deadline is the start function's
 	deadline := time.AfterFunc(time.Until(kill), func() {
 		p.notePeak(peakResidentBytes(w.cmd.Process.Pid))
@@ -132,7 +132,7 @@ const rssEvery = 10 * time.Millisecond
 type watchdog struct {
 	p         *Pool
 	w         *proc
-	start     time.Time     // when the request was sent
+	kind      byte          // the request's kind (kindLoad, kindCall, …)
 	writeDone chan struct{} // closed once writing the request ended
 	written   bool          // it was all written (set before writeDone closes)
 
@@ -141,6 +141,12 @@ type watchdog struct {
 	rss        *time.Timer // the memory check (guarded by mu)
 	over       bool        // the round trip has ended (guarded by mu)
 	grace      *time.Timer // set by the cancel watchdog (guarded by mu)
+
+	// cpuBase is the worker's CPU time at the first memory check of the
+	// request, once cpuBaseSet (used only by the memory check's timer,
+	// which runs one at a time).
+	cpuBase    time.Duration
+	cpuBaseSet bool
 }
 
 // kill kills the worker unless the round trip has ended: a timer that
@@ -176,17 +182,65 @@ func (wd *watchdog) checkRSS() {
 }
 
 // lowerIfLong lowers the worker's priority below the host's once its
-// request has run for longCall (a long or spinning call, a compile), so
-// that it cannot take the cores the host needs to supervise it.
+// request has used longCall of CPU (a spinning call, a compile), so that it
+// cannot take the cores the host needs to supervise it. CPU time, not time
+// since the request was sent: on a loaded machine a 2 ms call can wait
+// 100 ms for a core, and judged by the clock every such call lowered and
+// retired its worker, whose replacement's module load waited as long and
+// was lowered in turn: 400 concurrent calls of the Go time sample got 17
+// answers and 383 busy or timeout (RATIONALE.md, "A worker is lowered for
+// the CPU its request used, not for waiting"). The CPU is counted from the
+// request's first memory check (rssEvery in), which short calls never
+// reach. A worker lowered by a call is retired after it; one lowered by a
+// load keeps the module it loaded, at the lower priority.
 func (wd *watchdog) lowerIfLong() {
 	w := wd.w
-	if w.lowered.Load() || time.Since(wd.start) < longCall {
+	if w.lowered.Load() {
 		return
 	}
-	w.lowered.Store(true) // replaced after this request either way
+	used, ok := cpuTime(w.cmd.Process.Pid)
+	if !ok {
+		return
+	}
+	if !wd.cpuBaseSet {
+		wd.cpuBase, wd.cpuBaseSet = used, true
+		return
+	}
+	if used-wd.cpuBase < longCall {
+		return
+	}
+	if wd.kind != kindLoad {
+		w.retire.Store(true) // replaced after this request
+	}
+	w.lowered.Store(true)
 	if err := lowerPriority(w.cmd.Process.Pid); err != nil {
 		wd.p.log.Warn("cannot lower a long-running sandbox worker's CPU priority", "err", err)
 	}
+}
+
+// clockTicks is the unit of /proc/PID/stat's CPU times (USER_HZ, 100 on
+// every Linux architecture's /proc ABI).
+const clockTicks = 100
+
+// cpuTime is the user plus system CPU time process pid has used, from
+// /proc/PID/stat (fields 14 and 15, counted after the command's closing
+// parenthesis, which may itself hold spaces).
+func cpuTime(pid int) (time.Duration, bool) {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return 0, false
+	}
+	s := string(b)
+	fields := strings.Fields(s[strings.LastIndexByte(s, ')')+1:])
+	if len(fields) < 13 {
+		return 0, false
+	}
+	user, err1 := strconv.ParseInt(fields[11], 10, 64)
+	sys, err2 := strconv.ParseInt(fields[12], 10, 64)
+	if err1 != nil || err2 != nil {
+		return 0, false
+	}
+	return time.Duration(user+sys) * time.Second / clockTicks, true
 }
 
 // cancelled is the watchdog run when ctx ends: if its caller went away,
