@@ -215,6 +215,13 @@ func (a *API) guard(next http.Handler, auth bool) http.Handler {
 			writeError(w, &toolerr.Error{Code: e.Code, Message: toolerr.Bound(e.Message)})
 			return
 		}
+		if n := len(r.Header.Values("Authorization")); auth && !a.opts.InsecureNoToken && n > 1 {
+			// Only the first was read before: the token and a second
+			// Authorization passed, a wrong one first did not.
+			a.log.Info("request refused", "reason", CodeUnauthorized, "path", strictjson.Shown(r.URL.Path), "remote", r.RemoteAddr)
+			writeError(w, toolerr.Errorf(CodeUnauthorized, "the request has %d Authorization headers; send exactly one, \"Authorization: Bearer <token>\"", n))
+			return
+		}
 		if auth && !a.opts.InsecureNoToken && !a.authorized(r) {
 			a.log.Info("request refused", "reason", CodeUnauthorized, "path", strictjson.Shown(r.URL.Path), "remote", r.RemoteAddr)
 			writeError(w, toolerr.Errorf(CodeUnauthorized, "missing or wrong bearer token: send the header \"Authorization: Bearer <token>\" with the token from $TOOLHOST_HOME/token (or TOOLHOST_TOKEN)"))

@@ -77,7 +77,7 @@ func do(t *testing.T, srv *httptest.Server, method, path, body, auth string, hea
 			req.Host = header[i+1]
 			continue
 		}
-		req.Header.Set(header[i], header[i+1])
+		req.Header.Add(header[i], header[i+1])
 	}
 	resp, err := srv.Client().Do(req)
 	if err != nil {
@@ -354,6 +354,27 @@ func TestHostAndOrigin(t *testing.T) {
 	for _, hdr := range [][]string{{"Host", long + ".example:" + port}, {"Host", "localhost:" + port, "Origin", "http://" + long}} {
 		if r := do(t, srv, "GET", "/v1/tools", "", "-", hdr...); r.status != 403 || len(r.body) > 1024 {
 			t.Errorf("a 60 KB %s: %d, %d bytes", hdr[len(hdr)-2], r.status, len(r.body))
+		}
+	}
+	// A header the check reads, given twice, is refused whichever comes
+	// first: only the first was read, so a foreign second Origin and a
+	// wrong second token passed.
+	own := "http://localhost:" + port
+	for _, tt := range []struct {
+		name, auth string
+		header     []string
+		want       int
+	}{
+		{"own then foreign Origin", "", []string{"Origin", own, "Origin", "https://evil.example"}, 403},
+		{"foreign then own Origin", "", []string{"Origin", "https://evil.example", "Origin", own}, 403},
+		{"own Origin twice", "", []string{"Origin", own, "Origin", own}, 403},
+		{"token then a wrong one", "", []string{"Authorization", "Bearer nope"}, 401},
+		{"a wrong one then the token", "Bearer nope", []string{"Authorization", "Bearer " + testToken}, 401},
+		{"the token twice", "", []string{"Authorization", "Bearer " + testToken}, 401},
+	} {
+		r := do(t, srv, "GET", "/v1/tools", "", tt.auth, tt.header...)
+		if r.status != tt.want || !strings.Contains(string(r.body), "headers; send") {
+			t.Errorf("%s: %d %s, want %d naming the repeated header", tt.name, r.status, r.body, tt.want)
 		}
 	}
 	// Refused before authentication: a rebinding page learns nothing.

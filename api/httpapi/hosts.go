@@ -163,6 +163,12 @@ func (a *API) checkHostAndOrigin(r *http.Request) *errorDetail {
 	if !a.hostAllowed(r, r.Host, "80") {
 		return &errorDetail{CodeForbidden, fmt.Sprintf("Host %q is not an address of this toolhost server; connect to it as localhost or 127.0.0.1 (other names need the operator to allow them)", strictjson.Shown(r.Host))}
 	}
+	if origins := r.Header.Values("Origin"); len(origins) > 1 {
+		// Only the first was checked before, so a foreign second Origin
+		// went through: a browser sends one, and whatever sends more
+		// cannot be read one way only.
+		return &errorDetail{CodeForbidden, fmt.Sprintf("the request has %d Origin headers; send at most one (a browser sends one)", len(origins))}
+	}
 	origin := r.Header.Get("Origin")
 	if origin == "" {
 		return nil
