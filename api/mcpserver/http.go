@@ -126,15 +126,16 @@ func (s *Server) Handler(opts HTTPOptions) http.Handler {
 			return
 		}
 		version := r.Header.Get("Mcp-Protocol-Version")
+		peek := peekRequest(r, opts.MaxBodyBytes)
 		if version != "" && !revisionRE.MatchString(version) {
 			// Revisions are dates; "latest" or "v2" would otherwise be
 			// routed by a string comparison and get a misleading answer.
-			w.Header().Set("Content-Type", "application/json")
-			w.WriteHeader(http.StatusBadRequest)
-			fmt.Fprintf(w, `{"jsonrpc":"2.0","id":null,"error":{"code":-32600,"message":"MCP-Protocol-Version %s is not a protocol revision: send 2025-11-25 or 2026-07-28 (a date), or leave the header out on initialize"}}`, jsonQuoted(version))
+			// The answer is the spec's UnsupportedProtocolVersionError,
+			// for the request it answers (its id, the versions served and
+			// the one asked for), so a client can pick another.
+			unsupportedVersion(w, peek.id, version)
 			return
 		}
-		peek := peekRequest(r, opts.MaxBodyBytes)
 		if owesAnswer(r, peek.method) {
 			defer s.answering.track()()
 		}
@@ -161,6 +162,32 @@ func (s *Server) Handler(opts HTTPOptions) http.Handler {
 	})
 }
 
+// unsupportedVersion answers a request whose MCP-Protocol-Version header
+// is no revision with an UnsupportedProtocolVersionError (-32022, HTTP
+// 400): its id (null when the body has none), the versions served and
+// the one asked for, bounded.
+func unsupportedVersion(w http.ResponseWriter, id json.RawMessage, version string) {
+	if id == nil {
+		id = json.RawMessage("null")
+	}
+	requested := version
+	if len(requested) > 64 {
+		requested = strings.ToValidUTF8(requested[:64], "") + "…"
+	}
+	body, _ := json.Marshal(map[string]any{
+		"jsonrpc": "2.0",
+		"id":      id,
+		"error": map[string]any{
+			"code":    mcp.CodeUnsupportedProtocolVersion,
+			"message": fmt.Sprintf("MCP-Protocol-Version %s is not a protocol revision: send 2025-11-25 or 2026-07-28 (a date), or leave the header out on initialize", jsonQuoted(version)),
+			"data":    map[string]any{"supported": mcp.SupportedProtocolVersions(), "requested": requested},
+		},
+	})
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(http.StatusBadRequest)
+	_, _ = w.Write(body)
+}
+
 // revisionRE is the shape of an MCP protocol revision (a date).
 var revisionRE = regexp.MustCompile(`^[0-9]{4}-[0-9]{2}-[0-9]{2}$`)
 
@@ -181,8 +208,9 @@ func liftWriteDeadline(w http.ResponseWriter) {
 // peeked is what routing needs from a POST body.
 type peeked struct {
 	method       string
-	metaVersion  string // _meta["io.modelcontextprotocol/protocolVersion"]
-	notification bool   // a method and no id
+	metaVersion  string          // _meta["io.modelcontextprotocol/protocolVersion"]
+	notification bool            // a method and no id
+	id           json.RawMessage // the request's id when a string or number
 }
 
 // peekRequest reads the body (at most max+1 bytes, so a body over the cap
@@ -212,6 +240,9 @@ func peekRequest(r *http.Request, max int64) peeked {
 		return peeked{}
 	}
 	p := peeked{method: msg.Method, notification: msg.Method != "" && msg.ID == nil}
+	if len(msg.ID) > 0 && (msg.ID[0] == '"' || msg.ID[0] == '-' || msg.ID[0] >= '0' && msg.ID[0] <= '9') {
+		p.id = msg.ID // a JSON-RPC id is a string or a number
+	}
 	_ = json.Unmarshal(msg.Params.Meta[mcp.MetaKeyProtocolVersion], &p.metaVersion)
 	return p
 }

@@ -1,12 +1,16 @@
 package mcpserver
 
 import (
+	"encoding/json"
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
 // postMCP sends one JSON-RPC message to an MCP endpoint and returns the
@@ -112,16 +116,37 @@ func FuzzPeekRequest(f *testing.F) {
 }
 
 // A protocol version header that is not a revision (a date) is refused as
-// such, whatever it would compare as.
+// such, whatever it would compare as, with the spec's
+// UnsupportedProtocolVersionError for that request: its id, the versions
+// served and the one asked for (the conformance suite's v999.0.0 probe
+// got -32600 with a null id before).
 func TestHTTPProtocolVersionMustBeARevision(t *testing.T) {
 	s := New(newFake(), "dev")
 	defer s.Close()
 	srv := httptest.NewServer(s.Handler(HTTPOptions{}))
 	defer srv.Close()
-	for _, v := range []string{"zzz", "latest", "v2", "2026-07-28x", strings.Repeat("9", 200)} {
-		resp, body := postMCP(t, srv.URL, http.Header{"Mcp-Protocol-Version": {v}}, legacyInitialize)
-		if resp.StatusCode != http.StatusBadRequest || !strings.Contains(body, "not a protocol revision") || len(body) > 400 {
-			t.Errorf("MCP-Protocol-Version %.20q: %d %s", v, resp.StatusCode, body)
+	discover := `{"jsonrpc":"2.0","id":"d-1","method":"server/discover","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":"v999.0.0"}}}`
+	for _, v := range []string{"zzz", "latest", "v2", "v999.0.0", "2026-07-28x", strings.Repeat("9", 200)} {
+		for _, req := range []struct{ body, id string }{{legacyInitialize, "1"}, {discover, `"d-1"`}} {
+			resp, body := postMCP(t, srv.URL, http.Header{"Mcp-Protocol-Version": {v}}, req.body)
+			var got struct {
+				ID    json.RawMessage
+				Error struct {
+					Code    int
+					Message string
+					Data    struct {
+						Supported []string
+						Requested string
+					}
+				}
+			}
+			err := json.Unmarshal([]byte(body), &got)
+			e := got.Error
+			if err != nil || resp.StatusCode != http.StatusBadRequest || e.Code != mcp.CodeUnsupportedProtocolVersion ||
+				string(got.ID) != req.id || !strings.Contains(e.Message, "not a protocol revision") ||
+				!slices.Equal(e.Data.Supported, mcp.SupportedProtocolVersions()) || !strings.HasPrefix(v, strings.TrimSuffix(e.Data.Requested, "…")) || len(body) > 600 {
+				t.Errorf("MCP-Protocol-Version %.20q: %d %s", v, resp.StatusCode, body)
+			}
 		}
 	}
 	if resp, body := postMCP(t, srv.URL, http.Header{"Mcp-Protocol-Version": {"2025-11-25"}}, legacyInitialize); resp.StatusCode != http.StatusOK {
