@@ -43,26 +43,8 @@ func TestLongRequestsRunBelowTheHostsPriority(t *testing.T) {
 		}
 		return nil
 	}
-	nices := func(w *proc) []int {
-		t.Helper()
-		tasks, _ := filepath.Glob("/proc/" + strconv.Itoa(w.cmd.Process.Pid) + "/task/*/stat")
-		if len(tasks) == 0 {
-			t.Fatalf("worker %d: no threads found", w.cmd.Process.Pid)
-		}
-		var out []int
-		for _, task := range tasks {
-			out = append(out, niceOf(t, task))
-		}
-		return out
-	}
-	allAre := func(ns []int, want int) bool {
-		for _, n := range ns {
-			if n != want {
-				return false
-			}
-		}
-		return true
-	}
+	nices := func(w *proc) []int { t.Helper(); return threadNices(t, w.cmd.Process.Pid) }
+	allAre := allNice
 
 	for range 20 {
 		if _, err := m.Call(context.Background(), "echo", []byte(`{}`)); err != nil {
@@ -187,4 +169,82 @@ func TestWaitingForACoreIsNotLong(t *testing.T) {
 	if !w.alive() || w.killReason() != notKilled {
 		t.Fatalf("the worker was replaced (%v)", w.killReason())
 	}
+}
+
+// TestLoadLoweredWorkerKeepsItsModuleAndPriorityComesBack: a worker
+// lowered during a load (a compile that used longCall of CPU) is not
+// retired — its replacement would load the module again — and when a load
+// ends, a lowered worker gets the host's priority back where the host may
+// raise it (root, as in CI); where it may not, it stays lowered.
+func TestLoadLoweredWorkerKeepsItsModuleAndPriorityComesBack(t *testing.T) {
+	p := newTestPool(t, Options{Workers: 1, MaxWorkers: 1})
+	m := compile(t, p, enginetest.Spec("loadprio", plugin.Limits{TimeoutMS: 30000}))
+	if _, err := m.Call(context.Background(), "echo", []byte(`{}`)); err != nil {
+		t.Fatal(err)
+	}
+	prio, err := unix.Getpriority(unix.PRIO_PROCESS, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	host := 20 - prio
+	var w *proc
+	p.procsMu.Lock()
+	for x := range p.procs {
+		if x.alive() {
+			w = x
+		}
+	}
+	p.procsMu.Unlock()
+	pid := w.cmd.Process.Pid
+
+	// A load's watchdog that has seen an hour of CPU since its base.
+	wd := &watchdog{p: p, w: w, kind: kindLoad, cpuBase: -time.Hour, cpuBaseSet: true}
+	wd.lowerIfLong()
+	if !w.lowered.Load() || w.retire.Load() {
+		t.Fatalf("after a long load: lowered %v, retire %v; want lowered and kept", w.lowered.Load(), w.retire.Load())
+	}
+	if ns := threadNices(t, pid); !allNice(ns, min(host+workerNice, 19)) {
+		t.Fatalf("a worker lowered by a load has thread nices %v, want %d", ns, min(host+workerNice, 19))
+	}
+
+	// The next load on it (another module) ends with the priority back.
+	compile(t, p, enginetest.Spec("loadprio2", plugin.Limits{TimeoutMS: 30000}))
+	want := host
+	if unix.Geteuid() != 0 && w.lowered.Load() {
+		want = min(host+workerNice, 19) // this host may not raise it
+	} else if w.lowered.Load() {
+		t.Fatal("as root, a worker lowered by a load is still lowered after the next load ended")
+	}
+	if ns := threadNices(t, pid); !allNice(ns, want) {
+		t.Errorf("after the load: thread nices %v, want %d", ns, want)
+	}
+	if _, err := m.Call(context.Background(), "echo", []byte(`{}`)); err != nil {
+		t.Fatal(err)
+	}
+	if !w.alive() || w.killReason() != notKilled {
+		t.Fatalf("the worker was replaced (%v); a load-lowered worker keeps its modules", w.killReason())
+	}
+}
+
+// threadNices is the nice value of every thread of process pid.
+func threadNices(t *testing.T, pid int) []int {
+	t.Helper()
+	tasks, _ := filepath.Glob("/proc/" + strconv.Itoa(pid) + "/task/*/stat")
+	if len(tasks) == 0 {
+		t.Fatalf("worker %d: no threads found", pid)
+	}
+	var out []int
+	for _, task := range tasks {
+		out = append(out, niceOf(t, task))
+	}
+	return out
+}
+
+func allNice(ns []int, want int) bool {
+	for _, n := range ns {
+		if n != want {
+			return false
+		}
+	}
+	return true
 }

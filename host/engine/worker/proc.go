@@ -158,7 +158,9 @@ const workerNice = 5
 // stay there: a worker always below the host cost an 8-client HTTP run 5%
 // of its calls/s and doubled the sequential rows' p99 (a woken worker
 // preempted less). An unprivileged host cannot raise a worker's priority
-// back, so a worker lowered once is replaced after its request.
+// back, so a worker a call lowered is replaced after it; one a load
+// lowered keeps its module and gets its priority back where the host may
+// raise it (watchdog.restoreAfterLoad).
 const longCall = 100 * time.Millisecond
 
 // lowerPriority sets every thread of the worker whose process group is
@@ -171,6 +173,17 @@ func lowerPriority(pgid int) error {
 		return err
 	}
 	return unix.Setpriority(unix.PRIO_PGRP, pgid, min(20-prio+workerNice, 19))
+}
+
+// restorePriority sets every thread of the worker whose process group is
+// pgid back to the calling thread's priority; it fails (EACCES) where the
+// host may not raise a priority.
+func restorePriority(pgid int) error {
+	prio, err := unix.Getpriority(unix.PRIO_PROCESS, 0)
+	if err != nil {
+		return err
+	}
+	return unix.Setpriority(unix.PRIO_PGRP, pgid, 20-prio)
 }
 
 // wait reaps w, counts a crash, and drops it from the pool (which starts a

@@ -83,6 +83,9 @@ func (p *Pool) roundTrip(ctx context.Context, w *proc, kind byte, header any, bo
 			wd.grace.Stop()
 		}
 		wd.mu.Unlock()
+		if kind == kindLoad {
+			wd.restoreAfterLoad()
+		}
 	}()
 
 	f, err := frame{}, writeFrame(w.stdin, kind, header, body)
@@ -215,6 +218,22 @@ func (wd *watchdog) lowerIfLong() {
 	w.lowered.Store(true)
 	if err := lowerPriority(w.cmd.Process.Pid); err != nil {
 		wd.p.log.Warn("cannot lower a long-running sandbox worker's CPU priority", "err", err)
+	}
+}
+
+// restoreAfterLoad gives a worker that a load lowered (a compile that
+// used longCall of CPU) the host's priority back, where the host may raise
+// it (root, or an RLIMIT_NICE that allows it): the load is over, and at a
+// lower priority every later call would pay a woken worker's slower start
+// (workerNice). Where it may not, the worker stays lowered and keeps its
+// module: retiring it would make its replacement load the module again.
+func (wd *watchdog) restoreAfterLoad() {
+	w := wd.w
+	if !w.lowered.Load() || w.retire.Load() || !w.alive() {
+		return
+	}
+	if restorePriority(w.cmd.Process.Pid) == nil {
+		w.lowered.Store(false)
 	}
 }
 
