@@ -32,17 +32,7 @@ func TestLongRequestsRunBelowTheHostsPriority(t *testing.T) {
 	host := 20 - prio
 	lowered := min(host+workerNice, 19)
 
-	only := func() *proc {
-		t.Helper()
-		p.procsMu.Lock()
-		defer p.procsMu.Unlock()
-		for w := range p.procs {
-			if w.alive() {
-				return w
-			}
-		}
-		return nil
-	}
+	only := func() *proc { return onlyWorker(p) }
 	nices := func(w *proc) []int { t.Helper(); return threadNices(t, w.cmd.Process.Pid) }
 	allAre := allNice
 
@@ -129,14 +119,7 @@ func TestWaitingForACoreIsNotLong(t *testing.T) {
 	if _, err := m.Call(context.Background(), "echo", []byte(`{}`)); err != nil {
 		t.Fatal(err)
 	}
-	var w *proc
-	p.procsMu.Lock()
-	for x := range p.procs {
-		if x.alive() {
-			w = x
-		}
-	}
-	p.procsMu.Unlock()
+	w := onlyWorker(p)
 	pid := w.cmd.Process.Pid
 	if err := unix.Kill(-pid, unix.SIGSTOP); err != nil {
 		t.Fatal(err)
@@ -187,14 +170,7 @@ func TestLoadLoweredWorkerKeepsItsModuleAndPriorityComesBack(t *testing.T) {
 		t.Fatal(err)
 	}
 	host := 20 - prio
-	var w *proc
-	p.procsMu.Lock()
-	for x := range p.procs {
-		if x.alive() {
-			w = x
-		}
-	}
-	p.procsMu.Unlock()
+	w := onlyWorker(p)
 	pid := w.cmd.Process.Pid
 
 	// A load's watchdog that has seen an hour of CPU since its base.
@@ -247,4 +223,16 @@ func allNice(ns []int, want int) bool {
 		}
 	}
 	return true
+}
+
+// onlyWorker is the pool's live worker (the tests here run one), or nil.
+func onlyWorker(p *Pool) *proc {
+	p.procsMu.Lock()
+	defer p.procsMu.Unlock()
+	for w := range p.procs {
+		if w.alive() {
+			return w
+		}
+	}
+	return nil
 }
