@@ -23,7 +23,26 @@ func checkPrivate(path, what string) error {
 	if err != nil {
 		return err
 	}
-	return privateInfo(path, what, fi)
+	if err := privateInfo(path, what, fi); err != nil || fi.Mode().Type() != os.ModeSymlink {
+		return err
+	}
+	// A link is as private as what it leads to: a home linked to a
+	// directory others can write is as open as that directory.
+	target, err := filepath.EvalSymlinks(path)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	tfi, err := os.Stat(target)
+	if err != nil {
+		return err
+	}
+	if err := privateInfo(target, "the directory", tfi); err != nil {
+		return fmt.Errorf("%s %s is a link: %w", what, path, err)
+	}
+	return nil
 }
 
 func privateInfo(path, what string, fi os.FileInfo) error {
@@ -32,7 +51,7 @@ func privateInfo(path, what string, fi os.FileInfo) error {
 			what, path, st.Uid, os.Geteuid(), errNotPrivate)
 	}
 	if fi.Mode().Type() == os.ModeSymlink {
-		return nil // the target is checked when it is opened
+		return nil // checkPrivate checks where it leads; readPrivateFile refuses links
 	}
 	if perm := fi.Mode().Perm(); perm&0o022 != 0 {
 		return fmt.Errorf("%s %s can be written by group or others (mode %04o): %w; run `chmod go-w %s`", what, path, perm, errNotPrivate, path)
