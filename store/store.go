@@ -84,6 +84,10 @@ func Open(dir string, log *slog.Logger) (st *Store, err error) {
 	opts := badger.DefaultOptions(dir).
 		WithSyncWrites(true).
 		WithChecksumVerificationMode(options.OnTableAndBlockRead).
+		// A value-log entry's checksum is checked before its header is
+		// decoded; without it, a damaged header made badger keep the
+		// file's read lock and Close wait forever (RATIONALE.md).
+		WithVerifyValueChecksum(true).
 		WithLogger(badgerLogger{log}).
 		WithNumMemtables(2).
 		WithMemTableSize(memTableBytes).
