@@ -147,6 +147,17 @@ type CallObserver interface {
 	ObserveCall(ctx context.Context, r CallRecord)
 }
 
+// A RecordKeeper is a CallObserver whose record is part of the answer: the
+// audit log, whose record DESIGN.md has durable before the caller sees the
+// result. Call gives it the record through KeepCall instead of
+// ObserveCall; when KeepCall fails, the call has run (its effects stand)
+// but its result is withheld: Call answers internal_error, saying that the
+// record could not be kept and what to do.
+type RecordKeeper interface {
+	CallObserver
+	KeepCall(ctx context.Context, r CallRecord) error
+}
+
 // CallEvents receives what the plugin reports about itself while a call
 // runs: its log lines and its progress. It is engine.Events; see there
 // for the bounds every engine keeps and the rules a sink must follow

@@ -45,17 +45,30 @@ func (h *Host) Call(ctx context.Context, tool string, args []byte) (json.RawMess
 		}
 		rec.Outcome, rec.Message, err = terr.Code, terr.Message, terr
 	}
-	h.observe(ctx, rec)
+	if kerr := h.observe(ctx, rec); kerr != nil {
+		return nil, toolerr.Errorf(toolerr.CodeInternal, "tool %q ran, but its audit record could not be made durable (%v), so its answer is withheld: toolhost answers a call only once its record is kept; make the audit log writable again (free disk space), then restart toolhost", rec.Tool, kerr)
+	}
 	return res, err
 }
 
-// observe hands a finished call's record to every observer. They record
-// even a cancelled call, so they must not see the caller's cancellation.
-func (h *Host) observe(ctx context.Context, rec CallRecord) {
+// observe hands a finished call's record to every observer and returns
+// the first error of a RecordKeeper (nil when each kept it). Observers
+// record even a cancelled call, so they must not see the caller's
+// cancellation.
+func (h *Host) observe(ctx context.Context, rec CallRecord) error {
 	octx := context.WithoutCancel(ctx)
+	var first error
 	for _, o := range h.opts.Observers {
-		o.ObserveCall(octx, rec)
+		k, ok := o.(RecordKeeper)
+		if !ok {
+			o.ObserveCall(octx, rec)
+			continue
+		}
+		if err := k.KeepCall(octx, rec); err != nil && first == nil {
+			first = err
+		}
 	}
+	return first
 }
 
 // call is the pipeline proper; it fills rec as it learns.
@@ -275,5 +288,5 @@ func (h *Host) RecordRefused(ctx context.Context, tool string, request []byte, e
 	} else {
 		rec.Tool = recordedName(tool)
 	}
-	h.observe(ctx, rec)
+	_ = h.observe(ctx, rec) // refused anyway: its caller gets err
 }

@@ -30,13 +30,18 @@ type Recorder struct {
 	changeMu sync.Mutex
 }
 
-var _ host.CallObserver = (*Recorder)(nil)
+var _ host.RecordKeeper = (*Recorder)(nil)
 
-// ObserveCall appends a call record and fsyncs it before returning, so it
-// is durable before the caller sees the answer. A write failure is logged
-// (the interface has no error); the log then refuses further records and
-// every later call is logged as unaudited.
-func (r *Recorder) ObserveCall(_ context.Context, c host.CallRecord) {
+// ObserveCall appends a call record and fsyncs it before returning (see
+// KeepCall, which the host calls instead, so that a record that could
+// not be kept withholds the answer).
+func (r *Recorder) ObserveCall(ctx context.Context, c host.CallRecord) {
+	_ = r.KeepCall(ctx, c)
+}
+
+// KeepCall appends c's record and returns once it is durable, or why it
+// is not (host.RecordKeeper: the call's answer is then withheld).
+func (r *Recorder) KeepCall(_ context.Context, c host.CallRecord) error {
 	rec := Record{
 		// Time is when the record is written (the call's end), so records
 		// are in time order; the call started DurationMS before.
@@ -54,9 +59,11 @@ func (r *Recorder) ObserveCall(_ context.Context, c host.CallRecord) {
 	if r.LogArguments && json.Valid(c.Arguments) {
 		rec.Arguments = c.Arguments
 	}
-	if _, err := r.Log.Append(rec); err != nil && r.Logger != nil {
-		r.Logger.Error("call not audited", "tool", c.Tool, "err", err)
+	_, err := r.Log.Append(rec)
+	if err != nil && r.Logger != nil {
+		r.Logger.Error("call not audited; its answer is withheld", "tool", c.Tool, "err", err)
 	}
+	return err
 }
 
 // Err returns why the log refuses records, or nil (Log.Err). The Governor
