@@ -2,12 +2,14 @@ package main
 
 import (
 	"context"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/toolhost/toolhost/api/control"
 	"github.com/toolhost/toolhost/internal/testplugins"
 )
 
@@ -60,5 +62,82 @@ func TestBenchInterruptedExits130(t *testing.T) {
 	errOut = testplugins.SyncBuffer{}
 	if code := run(ctx, bench, strings.NewReader(""), &out, &errOut); code != exitInterrupted {
 		t.Errorf("bench interrupted before it started exited %d, want %d\n%s", code, exitInterrupted, errOut.String())
+	}
+}
+
+// TestBenchStopsWhenTheServeGoesAway: a bench through a running serve
+// whose serve stops midway ends there, prints what it measured before and
+// exits 1 saying the host stopped answering. It used to keep calling the
+// vanished socket for the rest of -d, counted every refused connection as
+// a failed call (tens of thousands a second, so calls/s went up tenfold)
+// and exited 0 because not every call had failed.
+func TestBenchStopsWhenTheServeGoesAway(t *testing.T) {
+	home := filepath.Join(t.TempDir(), "home")
+	bundle := filepath.Join(t.TempDir(), "time.plugin")
+	if err := os.WriteFile(bundle, testplugins.Bundle(t, "time").Bytes(), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var out, errOut testplugins.SyncBuffer
+	if code := run(context.Background(), []string{"--home", home, "--dev-allow-unsigned", "plugin", "install", bundle}, strings.NewReader(""), &out, &errOut); code != 0 {
+		t.Fatalf("install exited %d: %s", code, errOut.String())
+	}
+	serveCtx, stopServe := context.WithCancel(context.Background())
+	defer stopServe()
+	var serveErr testplugins.SyncBuffer
+	served := make(chan int, 1)
+	go func() {
+		served <- run(serveCtx, []string{"--home", home, "--dev-allow-unsigned", "serve", "--addr", "127.0.0.1:0"}, strings.NewReader(""), io.Discard, &serveErr)
+	}()
+	sock := filepath.Join(home, control.SocketName)
+	for {
+		if c, err := control.Dial(context.Background(), sock); err == nil {
+			c.Close()
+			break
+		}
+		select {
+		case code := <-served:
+			t.Fatalf("serve ended with %d before serving: %s", code, serveErr.String())
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+
+	out, errOut = testplugins.SyncBuffer{}, testplugins.SyncBuffer{}
+	benched := make(chan int, 1)
+	go func() {
+		benched <- run(context.Background(), []string{"--home", home, "bench", "get_current_time", "-c", "2", "-d", "10m"}, strings.NewReader(""), &out, &errOut)
+	}()
+	// Stop serve once the bench's calls are being answered (the serve
+	// records each one in the audit log).
+	logPath := filepath.Join(home, "audit.jsonl")
+	for {
+		if b, _ := os.ReadFile(logPath); strings.Count(string(b), `"tool":"get_current_time"`) >= 3 {
+			break
+		}
+		select {
+		case code := <-benched:
+			t.Fatalf("bench exited %d before serve stopped: %s", code, errOut.String())
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+	stopServe()
+	if code := <-served; code != 0 {
+		t.Errorf("serve exited %d: %s", code, serveErr.String())
+	}
+	// A watchdog, not a timing assertion: without the fix the bench runs
+	// its whole 10 minutes.
+	select {
+	case code := <-benched:
+		if code != exitError {
+			t.Errorf("bench whose serve went away exited %d, want %d\n%s", code, exitError, errOut.String())
+		}
+	case <-time.After(2 * time.Minute):
+		t.Fatalf("bench kept calling for 2 minutes after its serve stopped:\n%s", errOut.String())
+	}
+	if !strings.Contains(errOut.String(), "because the host stopped answering; the figures above cover only the calls before") ||
+		!strings.Contains(errOut.String(), "start `toolhost serve` again") {
+		t.Errorf("bench does not say its host went away and what to do:\n%s", errOut.String())
+	}
+	if !strings.Contains(out.String(), "calls/s") {
+		t.Errorf("bench does not print what it measured before its serve went away:\n%s", out.String())
 	}
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/toolhost/toolhost/api/control"
+	"github.com/toolhost/toolhost/host/toolerr"
 	"github.com/toolhost/toolhost/store"
 )
 
@@ -34,7 +35,8 @@ socket) when there is one; otherwise through a host started here with the
 worker pool toolhost serve would start. Every call is a full call: argument
 validation, the sandbox (a fresh instance unless the plugin opted into
 reuse), and the output checks. Ctrl-C prints what was measured so far and
-exits 130 (interrupted).`,
+exits 130 (interrupted); a running serve that stops answering ends the run
+the same way, exit 1.`,
 		Example: "  toolhost bench get_current_time --args '{\"timezone\":\"Europe/Paris\"}' -c 4 -d 10s",
 		Args:    cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -54,6 +56,10 @@ type benchResult struct {
 	elapsed       time.Duration
 	latencies     []time.Duration // of the calls that succeeded, sorted
 	firstErr      error
+	// lost is the error of a call the host did not answer at all (the
+	// running serve stopped, its socket went away): the run stops there,
+	// and that call is not counted.
+	lost error
 }
 
 func (g *globalOptions) bench(ctx context.Context, tool string, o benchOptions) error {
@@ -111,6 +117,9 @@ func (g *globalOptions) bench(ctx context.Context, tool string, o benchOptions) 
 		}
 		return fmt.Errorf("bench was interrupted after %s of its %s: the figures above cover only that part (%w)",
 			r.elapsed.Round(time.Millisecond), o.duration, ctx.Err())
+	case r.lost != nil:
+		return fmt.Errorf("bench stopped after %s of its %s because the host stopped answering; the figures above cover only the calls before: %w",
+			r.elapsed.Round(time.Millisecond), o.duration, r.lost)
 	case r.calls == r.errors:
 		return fmt.Errorf("every call failed: %w", r.firstErr)
 	}
@@ -121,7 +130,10 @@ func (g *globalOptions) bench(ctx context.Context, tool string, o benchOptions) 
 // passes or ctx ends. Every caller finishes at least one call, even when
 // that call outlasts o.duration (which is then what the run reports): a
 // -d shorter than one call measures one call per caller rather than
-// nothing.
+// nothing. A call that gets no answer from the host at all (no tool error
+// code: the running serve went away) ends the run for every caller: it
+// says nothing about the tool, and counting it would report thousands of
+// failed connections a second as calls.
 func runBench(ctx context.Context, api control.API, tool string, args []byte, o benchOptions) benchResult {
 	run, cancel := context.WithTimeout(ctx, o.duration)
 	defer cancel()
@@ -147,6 +159,15 @@ func runBench(ctx context.Context, api control.API, tool string, args []byte, o 
 				if err != nil {
 					if callCtx.Err() != nil {
 						break // cut short by the end of the run, not a failure
+					}
+					if toolerr.CodeOf(err) == "" {
+						mu.Lock()
+						if r.lost == nil {
+							r.lost = err
+						}
+						mu.Unlock()
+						cancel()
+						break
 					}
 					errs++
 					if first == nil {
