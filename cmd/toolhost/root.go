@@ -116,7 +116,8 @@ JSON Schema, and runs each call in a sandbox with a memory cap, a deadline
 and nothing the signed manifest did not ask for.
 
 Exit codes: 0 ok, 1 error, 2 usage, 3 refused by verification or trust
-policy, 4 tool call failed, 5 not found, 6 store busy.`,
+policy, 4 tool call failed, 5 not found, 6 store busy, 130 interrupted
+(Ctrl-C, SIGTERM).`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
 		PersistentPreRunE: func(cmd *cobra.Command, _ []string) error {
