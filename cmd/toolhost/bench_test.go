@@ -141,3 +141,43 @@ func TestBenchStopsWhenTheServeGoesAway(t *testing.T) {
 		t.Errorf("bench does not print what it measured before its serve went away:\n%s", out.String())
 	}
 }
+
+// TestCLICallsAreAuditedAsCLI: the calls a toolhost command makes are
+// recorded with entry "cli" whether they run in a host the command opened
+// or through a running serve. bench without a serve recorded its calls as
+// "go" (the Go API: a context nobody labelled), so an auditor saw Go API
+// calls in a home no Go program had touched.
+func TestCLICallsAreAuditedAsCLI(t *testing.T) {
+	home := filepath.Join(t.TempDir(), "home")
+	bundle := filepath.Join(t.TempDir(), "time.plugin")
+	if err := os.WriteFile(bundle, testplugins.Bundle(t, "time").Bytes(), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, args := range [][]string{
+		{"plugin", "install", bundle},
+		{"call", "get_current_time", `{"timezone":"UTC"}`},
+		{"bench", "get_current_time", "-c", "2", "-d", "1ns"},
+	} {
+		var out, errOut testplugins.SyncBuffer
+		if code := run(context.Background(), append([]string{"--home", home, "--dev-allow-unsigned"}, args...), strings.NewReader(""), &out, &errOut); code != 0 {
+			t.Fatalf("%q exited %d: %s", args, code, errOut.String())
+		}
+	}
+	log, err := os.ReadFile(filepath.Join(home, "audit.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	calls := 0
+	for line := range strings.Lines(string(log)) {
+		if !strings.Contains(line, `"tool":"get_current_time"`) {
+			continue
+		}
+		calls++
+		if !strings.Contains(line, `"entry":"cli"`) {
+			t.Errorf("a call made by a toolhost command is not recorded as entry cli:\n%s", line)
+		}
+	}
+	if calls < 4 { // call, bench's first call, one per bench caller
+		t.Errorf("%d call records, want at least 4:\n%s", calls, log)
+	}
+}

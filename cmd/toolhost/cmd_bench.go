@@ -12,6 +12,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/toolhost/toolhost/api/control"
+	"github.com/toolhost/toolhost/host"
 	"github.com/toolhost/toolhost/host/toolerr"
 	"github.com/toolhost/toolhost/store"
 )
@@ -40,7 +41,9 @@ the same way, exit 1.`,
 		Example: "  toolhost bench get_current_time --args '{\"timezone\":\"Europe/Paris\"}' -c 4 -d 10s",
 		Args:    cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return g.bench(cmd.Context(), args[0], o)
+			// Its calls are the CLI's, in a host opened here as through
+			// a running serve (unlabelled, a call counts as the Go API's).
+			return g.bench(host.WithEntry(cmd.Context(), host.EntryCLI), args[0], o)
 		},
 	}
 	f := cmd.Flags()
