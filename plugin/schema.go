@@ -24,6 +24,10 @@ type Schema struct {
 	// text is the cost analysis kept for CheckTextCost when some subschema
 	// reads strings by their length (pattern, minLength, ...); else nil.
 	text *costAnalysis
+	// textPerByte bounds the text cost of one byte of any string in the
+	// arguments (perByteBound): a call whose bytes times it stay within
+	// MaxTextCost needs no walk.
+	textPerByte int64
 }
 
 const schemaURL = "toolhost:///parameters.json"
@@ -71,7 +75,7 @@ func CompileSchema(raw json.RawMessage) (*Schema, error) {
 	}
 	sc := &Schema{s: s, costs: costs}
 	if a.hasText() {
-		sc.text = a
+		sc.text, sc.textPerByte = a, a.perByteBound(costs)
 	}
 	return sc, nil
 }

@@ -215,10 +215,53 @@ func (a *costAnalysis) hasText() bool {
 	return false
 }
 
+// perByteBound bounds what the walk charges one byte of any string value
+// or member name: the subschemas that apply to one value at any depth
+// (costs, with multiplicity, in-place applicators included) times the
+// heaviest own or key weight — a key's bytes pay its object's key weights
+// and the propertyNames subschemas of the next depth.
+func (a *costAnalysis) perByteBound(costs []int64) int64 {
+	var most, own, key int64
+	for _, c := range costs {
+		most = max(most, c)
+	}
+	for _, n := range a.nodes {
+		own, key = max(own, n.text.own), max(key, n.text.key)
+	}
+	return satMul(most, satAdd(own, key))
+}
+
+// textBytes is the length of every string and member name in v.
+func textBytes(v any) int64 {
+	switch t := v.(type) {
+	case string:
+		return int64(len(t))
+	case map[string]any:
+		var n int64
+		for k, c := range t {
+			n = satAdd(n, satAdd(int64(len(k)), textBytes(c)))
+		}
+		return n
+	case []any:
+		var n int64
+		for _, c := range t {
+			n = satAdd(n, textBytes(c))
+		}
+		return n
+	}
+	return 0
+}
+
 // CheckTextCost bounds the text work of validating args; call it after
 // CheckCost, which bounds the walk itself by the subschema count.
+// Arguments whose bytes, each charged the most any byte can be, stay
+// within MaxTextCost pass without the walk (no allocation): what most
+// calls send.
 func (s *Schema) CheckTextCost(args any) error {
 	if s.text == nil {
+		return nil
+	}
+	if satMul(textBytes(args), s.textPerByte) <= MaxTextCost {
 		return nil
 	}
 	w := &textWalk{a: s.text, closures: map[string]map[string]int64{}}

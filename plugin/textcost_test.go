@@ -102,3 +102,65 @@ func TestOrdinaryStringsAccepted(t *testing.T) {
 		t.Fatalf("a schema without text keywords keeps its analysis for a walk (err %v)", err)
 	}
 }
+
+// The walk is skipped when the arguments' bytes, each charged the most a
+// byte can be charged (perByteBound), stay within MaxTextCost; so that
+// bound must hold for every value the walk charges: its work on any
+// arguments is at most their bytes times the bound. Checked on schemas
+// that reach strings every way the walk follows (properties, items,
+// prefixItems, patternProperties, propertyNames, additionalProperties,
+// in-place applicators, repeated and recursive references).
+func TestPerByteBoundHoldsForTheWalk(t *testing.T) {
+	schemas := []string{
+		`{"type":"object","properties":{"s":{"type":"string","pattern":"[ab]{50}c","maxLength":9}}}`,
+		`{"type":"object","$defs":{"p":` + manyPatterns(7) + `},"properties":{"s":` + refs(5) + `,"t":{"$ref":"#/$defs/p"}}}`,
+		`{"type":"object","patternProperties":{"^[a-z]{2,9}$":{"pattern":"x+y"}},"propertyNames":{"pattern":"^(a|b)+$","minLength":1},"additionalProperties":{"maxLength":3}}`,
+		`{"type":"object","properties":{"l":{"type":"array","prefixItems":[{"pattern":"a{9}"},{"allOf":[{"pattern":"b"},{"pattern":"c{20}"}]}],"items":{"pattern":"(ab)*"}}}}`,
+		`{"type":"object","properties":{"a":{"$ref":"#"},"s":{"pattern":"[ab]{30}c"}},"anyOf":[{"properties":{"s":{"minLength":2}}},{"properties":{"a":{"pattern":"z"}}}]}`,
+		`{"type":"object","properties":{"o":{"type":"object","properties":{"k":{"pattern":"q"}},"additionalProperties":{"$ref":"#/properties/o"}}}}`,
+	}
+	args := []string{
+		`{}`,
+		`{"s":"aaab","t":"abab","x":"y"}`,
+		`{"ab":"xxy","zz":"q","abc":"long value here","a":{"a":{"s":"` + strings.Repeat("a", 500) + `"}}}`,
+		`{"l":["aaaaaaaaa","bcc",["nested"],"ab","abab"],"s":"` + strings.Repeat("b", 300) + `"}`,
+		`{"o":{"k":"qq","p":{"k":"q","r":{"k":"` + strings.Repeat("q", 200) + `"}}},"a":{"s":"ac","a":{}}}`,
+		`{"` + strings.Repeat("ab", 40) + `":"` + strings.Repeat("x", 90) + `y"}`,
+	}
+	for i, src := range schemas {
+		s, err := CompileSchema(json.RawMessage(src))
+		if err != nil || s.text == nil {
+			t.Fatalf("schema %d: %v (text analysis %v)", i, err, s != nil && s.text != nil)
+		}
+		for j, a := range args {
+			v, err := strictjson.Parse([]byte(a), strictjson.ValueLimits{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			w := &textWalk{a: s.text, closures: map[string]map[string]int64{}}
+			w.value(v.V, map[string]int64{"": 1})
+			if bound := satMul(textBytes(v.V), s.textPerByte); w.work > bound {
+				t.Errorf("schema %d, arguments %d: the walk charged %d, over the bound %d that lets calls skip it", i, j, w.work, bound)
+			}
+		}
+	}
+}
+
+// What most calls send passes without the walk: no allocation.
+func TestSmallArgumentsSkipTheWalk(t *testing.T) {
+	s, err := CompileSchema(json.RawMessage(`{"type":"object","properties":{"query":{"type":"string","maxLength":200},"units":{"type":"string","pattern":"^[a-z]+$"},"days":{"type":"integer"}}}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	v, err := strictjson.Parse([]byte(`{"query":"weather in Paris","units":"metric","days":3}`), strictjson.ValueLimits{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := testing.AllocsPerRun(100, func() {
+		if err := s.CheckTextCost(v.V); err != nil {
+			t.Fatal(err)
+		}
+	}); n != 0 {
+		t.Errorf("CheckTextCost allocated %.0f times per call for small arguments; want the walk skipped", n)
+	}
+}
