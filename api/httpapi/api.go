@@ -86,9 +86,12 @@ type API struct {
 	token   [sha256.Size]byte
 	calls   entryGate // the JSON routes' way to the backend
 	running *running
-	metrics *metrics
-	mcp     *mcpserver.Server
-	mux     *http.ServeMux
+	// handlers counts the requests being handled, so Stop can wait for
+	// the ones whose connections it closed.
+	handlers *running
+	metrics  *metrics
+	mcp      *mcpserver.Server
+	mux      *http.ServeMux
 }
 
 // New validates opts and returns the API over b.
@@ -113,6 +116,7 @@ func New(b Backend, opts Options) (*API, error) {
 	a := &API{b: b, opts: opts, log: log, hosts: hosts, token: sha256.Sum256([]byte(opts.Token))}
 	a.metrics = newMetrics(b, opts.Registry)
 	a.running = newRunning()
+	a.handlers = newRunning()
 	a.calls = entryGate{Backend: b, entry: host.EntryHTTP, running: a.running}
 	a.mcp = mcpserver.New(entryGate{Backend: b, entry: host.EntryMCPHTTP, running: a.running}, opts.Version, mcpserver.WithLogger(log))
 	a.routes()
@@ -193,6 +197,8 @@ func methodNotAllowed(allow string) http.Handler {
 
 // ServeHTTP routes the request and counts it by route and status.
 func (a *API) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	a.handlers.add()
+	defer a.handlers.done()
 	rec := &statusRecorder{ResponseWriter: w}
 	a.mux.ServeHTTP(rec, r)
 	route := r.Pattern

@@ -69,6 +69,13 @@ func (r *running) done() {
 	}
 }
 
+// count is the number in progress now.
+func (r *running) count() int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.n
+}
+
 // waitIdle returns when no call is running, or with ctx's error.
 func (r *running) waitIdle(ctx context.Context) error {
 	for {

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"log/slog"
 	"net"
@@ -58,7 +57,8 @@ foreign Host or Origin header are refused (DNS-rebinding defence).
 While serve runs, the other toolhost commands (plugin install/remove/list,
 trust …, call, mcp) work through it, and changes are visible at once.
 SIGINT/SIGTERM stop accepting requests and let running calls finish; calls
-waiting for approval end at once with busy (they did not run).
+waiting for approval end at once with busy (they did not run); 5 s after the
+last call, connections whose clients have not read their answers are closed.
 
 --watch DIR keeps DIR's signed bundles installed: a bundle copied in is
 verified and installed (its tools callable within about a second), a newer
@@ -204,10 +204,12 @@ func (g *globalOptions) serve(ctx context.Context, o serveOptions) error {
 	defer cancel()
 	// api.Shutdown waits for running calls and for their answers to be
 	// written to /mcp clients, then ends MCP sessions, whose open GET
-	// streams would otherwise keep srv.Shutdown waiting.
+	// streams would otherwise keep the server's stop waiting. api.Stop
+	// stops the server, closing the connections of clients that do not
+	// read their answers a grace after the last call.
 	drained := make(chan error, 1)
 	go func() { drained <- api.Shutdown(sctx) }()
-	if err := srv.Shutdown(sctx); err != nil && !errors.Is(err, http.ErrServerClosed) {
+	if err := api.Stop(sctx, srv); err != nil {
 		return fmt.Errorf("shutdown: %w", err)
 	}
 	// Every HTTP handler has returned by now, so what is left of
