@@ -52,10 +52,19 @@ func newRig(t testing.TB, o rigOptions) *rig {
 	if err != nil {
 		t.Fatal(err)
 	}
+	var budget int64 // the pool's default
+	if raceEnabled {
+		// Under -race two workers in a deep recursion and the 256 MiB
+		// class pass the default budget for all workers, which would end
+		// the recursion with memory_limit instead of its class's outcome;
+		// the budget has its own test (worker, TestMemoryBudget…).
+		budget = 4 * worker.DefaultMemoryBudget
+	}
 	pool, err := worker.NewPool(context.Background(), worker.Options{
-		Command:        []string{exe, "sandbox-worker", "--cache", workerCache},
-		Workers:        o.workers,
-		MeasurePeakRSS: true,
+		Command:           []string{exe, "sandbox-worker", "--cache", workerCache},
+		Workers:           o.workers,
+		MemoryBudgetBytes: budget,
+		MeasurePeakRSS:    true,
 	})
 	if err != nil {
 		t.Fatal(err)

@@ -288,6 +288,11 @@ func (h *Host) checkModule(ctx context.Context, b *plugin.Bundle) error {
 		if errors.As(err, &se) && se.Code == toolerr.CodePermissionDenied {
 			return fmt.Errorf("%w: %s; create it, or get a build of the plugin that grants an existing directory", ErrGrantUnavailable, se.Message)
 		}
+		if errors.As(err, &se) && se.Code == toolerr.CodeMemoryLimit {
+			// The sandboxes' memory budget stopped the compile: the
+			// module was not refused, the install can be tried again.
+			return fmt.Errorf("%s was not installed: %w", m.Name, err)
+		}
 		if errors.As(err, &se) {
 			return fmt.Errorf("%w: %s", ErrInvalidModule, se.Message)
 		}

@@ -182,6 +182,12 @@ func (l *loaded) module(ctx context.Context, eng engine.Engine, allowPrivate boo
 			return nil, engineError(err, ctx, ctx, time.Duration(l.manifest.Limits.Effective().TimeoutMS)*time.Millisecond)
 		}
 		var te *toolerr.Error
+		if errors.As(err, &te) && te.Code == toolerr.CodeMemoryLimit {
+			// The engine's memory budget for all sandboxes stopped the
+			// load: a state of the moment, not of the module (a module
+			// that alone needs too much is invalid_module). Not kept.
+			return nil, te
+		}
 		if errors.As(err, &te) {
 			l.compileErr = te
 		} else {

@@ -89,6 +89,7 @@ reason in the log; everything else keeps serving.`,
 	f.IntVar(&g.admission.maxQueued, "max-queued", host.DefaultMaxQueued, maxQueuedUsage)
 	f.BoolVar(&o.allowPrivateNet, "allow-private-network", false, "let plugins reach their granted hosts at loopback/private/link-local addresses")
 	f.IntVar(&g.workers, "workers", 0, workersUsage)
+	f.IntVar(&g.sandboxMemoryMiB, "sandbox-memory", 0, sandboxMemoryUsage)
 	f.StringVar(&o.watchDir, "watch", "", "install, upgrade and remove plugins from the signed bundles (*.plugin) in this directory")
 	f.BoolVar(&o.logArguments, "log-arguments", false, "include each call's arguments in its log line and audit record (they are the user's data: off by default)")
 	f.DurationVar(&g.approvalTimeout, "approval-timeout", govern.DefaultApprovalTimeout, approvalTimeoutUsage)

@@ -25,6 +25,11 @@ const (
 	// person holds its caller's connection and a pending entry (not an
 	// admission slot).
 	maxApprovalTimeout = 24 * time.Hour
+	// minSandboxMemory and maxSandboxMemory bound --sandbox-memory (MiB):
+	// below 64 MiB the idle workers alone pass it, and every call that
+	// runs 10 ms would be stopped.
+	minSandboxMemory = 64
+	maxSandboxMemory = 1 << 20
 )
 
 var (
@@ -32,6 +37,7 @@ var (
 	maxInFlightUsage     = fmt.Sprintf("tool calls admitted at once, over every entry point, 1 to %d; more wait in a queue", maxInFlightLimit)
 	maxPerPluginUsage    = fmt.Sprintf("calls of one plugin admitted at once, 1 to %d", maxInFlightLimit)
 	maxQueuedUsage       = fmt.Sprintf("calls waiting for admission before answering busy, 1 to %d", maxQueuedLimit)
+	sandboxMemoryUsage   = fmt.Sprintf("resident memory, in MiB, that all sandbox workers may hold together, %d to %d (default 0: %d); past it the call in the largest worker ends with memory_limit", minSandboxMemory, maxSandboxMemory, worker.DefaultMemoryBudget>>20)
 	approvalTimeoutUsage = fmt.Sprintf("how long a call whose policy is ask waits for a person before it is denied (above 0, up to %s)", fmtDuration(maxApprovalTimeout))
 )
 
@@ -47,6 +53,9 @@ func validateWorkers(n int) error {
 func (g *globalOptions) validateServeLimits() error {
 	if err := validateWorkers(g.workers); err != nil {
 		return err
+	}
+	if m := g.sandboxMemoryMiB; m != 0 && (m < minSandboxMemory || m > maxSandboxMemory) {
+		return usagef("--sandbox-memory %d is out of range: use %d to %d MiB, or 0 for the default (%d MiB)", m, minSandboxMemory, maxSandboxMemory, worker.DefaultMemoryBudget>>20)
 	}
 	for _, l := range []struct {
 		flag   string

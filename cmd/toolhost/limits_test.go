@@ -31,6 +31,9 @@ func TestLimitFlagsOutOfRange(t *testing.T) {
 		{[]string{"serve", "--workers", "100000"}, "--workers 100000 is out of range"},
 		{[]string{"mcp", "--workers", "-1"}, "--workers -1 is out of range"},
 		{[]string{"mcp", "--workers", "257"}, "--workers 257 is out of range"},
+		{[]string{"serve", "--sandbox-memory", "-1"}, "--sandbox-memory -1 is out of range: use 64 to 1048576 MiB, or 0 for the default (864 MiB)"},
+		{[]string{"serve", "--sandbox-memory", "63"}, "--sandbox-memory 63 is out of range"},
+		{[]string{"serve", "--sandbox-memory", "1048577"}, "--sandbox-memory 1048577 is out of range"},
 	} {
 		home := filepath.Join(t.TempDir(), "home")
 		var stdout, stderr bytes.Buffer

@@ -48,6 +48,8 @@ type globalOptions struct {
 	allowUnsigned   bool
 	workers         int
 	allowPrivateNet bool
+	// sandboxMemoryMiB is serve's --sandbox-memory (0: the pool's default).
+	sandboxMemoryMiB int
 	// Set by serve: how long an "ask" waits, and whether audit records keep
 	// argument values.
 	approvalTimeout time.Duration
@@ -343,9 +345,10 @@ func (g *globalOptions) newEngine(ctx context.Context) (engine.Engine, error) {
 		workers = 1
 	}
 	return worker.NewPool(ctx, worker.Options{
-		Command: []string{exe, "sandbox-worker", "--cache", cache},
-		Workers: workers,
-		Logger:  g.logger,
+		Command:           []string{exe, "sandbox-worker", "--cache", cache},
+		Workers:           workers,
+		MemoryBudgetBytes: int64(g.sandboxMemoryMiB) << 20,
+		Logger:            g.logger,
 	})
 }
 

@@ -42,7 +42,7 @@ var (
 )
 
 // SuiteExports are the exports of the suite module.
-var SuiteExports = []string{"echo", "count", "loop", "busy", "grow", "big_output", "trap", "events", "log_flood"}
+var SuiteExports = []string{"echo", "count", "loop", "busy", "grow", "big_output", "trap", "events", "log_flood", "fill", "fill_mib"}
 
 // slack is added to every time bound: far more than the contract's
 // figures, so that only a real failure to stop (seconds to minutes) fails.

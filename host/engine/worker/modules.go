@@ -64,8 +64,14 @@ func (p *Pool) load(ctx context.Context, w *proc, spec *engine.Spec) error {
 	}
 	rh, _, err := p.roundTrip(ctx, w, kindLoad, h, spec.Wasm, kill, time.Duration(spec.Limits.TimeoutMS)*time.Millisecond, int(plugin.MaxOutputBytes))
 	if err != nil {
-		if w.killReason() == killStart {
+		switch w.killReason() {
+		case killStart:
 			return toolerr.Errorf(toolerr.CodeInvalidModule, "instantiating the module (its start function) took longer than the tool's timeout of %d ms", spec.Limits.TimeoutMS)
+		case killPoolMemory:
+			// Not the module's fault alone: the other sandboxes' memory
+			// counted too. memory_limit, which the host does not keep
+			// as the plugin's compile error.
+			return err
 		}
 		switch toolerr.CodeOf(err) {
 		case toolerr.CodeTimeout:

@@ -57,6 +57,12 @@ type Options struct {
 	// MaxRSSBytes kills a worker whose resident memory exceeds it during a
 	// call; 0 means 768 MiB.
 	MaxRSSBytes int64
+	// MemoryBudgetBytes bounds the resident memory of all the pool's
+	// worker processes together: when they pass it, the request in the
+	// largest worker is stopped (memory_limit) and its worker replaced.
+	// 0 means DefaultMemoryBudget. Sampled like MaxRSSBytes, so the
+	// workers can pass it by what they allocate in 10 ms.
+	MemoryBudgetBytes int64
 	// AddressSpaceBytes is the worker's RLIMIT_AS; 0 means 8 GiB.
 	AddressSpaceBytes uint64
 	// Grace is how long past a call's deadline the worker may take to
@@ -86,7 +92,11 @@ type Pool struct {
 	procs   map[*proc]struct{}
 
 	started, killed, crashed atomic.Uint64
-	peakRSS                  atomic.Int64
+	// budget is the memory bound of all workers together (budget.go);
+	// budgetKilled counts the requests it stopped.
+	budget       budget
+	budgetKilled atomic.Uint64
+	peakRSS      atomic.Int64
 	// calls counts the calls inside Call, waiting for a worker or for its
 	// reply: pipes are polled (spinner) only for a call that is alone.
 	calls atomic.Int32
@@ -108,6 +118,9 @@ type Stats struct {
 	// the supervisor killed (deadline, memory cap, protocol error, a dead
 	// or stopped pool) and Crashed those that died on their own.
 	Started, Killed, Crashed uint64
+	// BudgetKilled counts the requests stopped because the workers
+	// together passed Options.MemoryBudgetBytes (also in Killed).
+	BudgetKilled uint64
 	// PeakRSSBytes is the highest resident memory of any one worker seen
 	// since NewPool or the last ResetPeakRSS: sampled every 10 ms during
 	// calls, read just before a kill, and reported by the worker after
@@ -122,6 +135,7 @@ func (p *Pool) Stats() Stats {
 	p.procsMu.Unlock()
 	return Stats{
 		Workers: n, Started: p.started.Load(), Killed: p.killed.Load(), Crashed: p.crashed.Load(),
+		BudgetKilled: p.budgetKilled.Load(),
 		PeakRSSBytes: p.peakRSS.Load(),
 	}
 }
@@ -175,6 +189,12 @@ func NewPool(ctx context.Context, opts Options) (*Pool, error) {
 	}
 	if opts.MaxRSSBytes <= 0 {
 		opts.MaxRSSBytes = 768 << 20
+	}
+	if opts.MemoryBudgetBytes < 0 {
+		return nil, fmt.Errorf("worker: Options.MemoryBudgetBytes %d is negative: give the bytes all workers may hold together, or 0 for %d MiB", opts.MemoryBudgetBytes, DefaultMemoryBudget>>20)
+	}
+	if opts.MemoryBudgetBytes == 0 {
+		opts.MemoryBudgetBytes = DefaultMemoryBudget
 	}
 	if opts.AddressSpaceBytes == 0 {
 		opts.AddressSpaceBytes = 8 << 30

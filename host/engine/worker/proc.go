@@ -28,6 +28,7 @@ const (
 	killDeadline    // the request ran past its deadline plus grace
 	killStart       // a load's start function ran past the tool's timeout plus grace
 	killMemory      // its resident memory passed the cap
+	killPoolMemory  // the pool's workers passed their memory budget, and it was the largest
 	killCancelled   // the caller went away and it did not stop at once
 	killProtocol    // it sent a frame the protocol does not allow
 	killReplaced    // it was found dead or unusable; a new one replaces it
@@ -49,6 +50,8 @@ func (r killReason) String() string {
 		return "start function"
 	case killMemory:
 		return "memory"
+	case killPoolMemory:
+		return "pool memory"
 	case killCancelled:
 		return "cancelled"
 	case killProtocol:
@@ -92,6 +95,18 @@ type proc struct {
 	lowered, retire atomic.Bool
 	// idleSince is when it last became idle (guarded by sched.mu).
 	idleSince time.Time
+	// rss is its resident memory as last read (at start, by its request's
+	// memory check, or by the pool's budget check); running is the
+	// watchdog of its request once that request's first memory check ran
+	// (nil between requests): only such a worker may be stopped for the
+	// pool's budget. overBudget says by how much, once it was.
+	rss        atomic.Int64
+	running    atomic.Pointer[watchdog]
+	overBudget atomic.Pointer[budgetExcess]
+	// pidfd refers to the process until it is reaped, then is -1
+	// (memfree.go); pidfdMu guards it.
+	pidfdMu sync.Mutex
+	pidfd   int
 }
 
 // startTimeout bounds how long a new worker may take to report ready.
@@ -110,7 +125,7 @@ func (p *Pool) start() (*proc, error) {
 	stdout.spin.budget = replySpin
 	stdout.spin.alone = func() bool { return p.calls.Load() <= 1 }
 	stdout.spin.solo, stdout.spin.longBudget = p.solo, longSpin
-	w := &proc{id: p.gen.Add(1), pool: p, cmd: cmd, stdin: stdin, stdout: bufio.NewReaderSize(stdout, 64<<10), stderr: &tailBuffer{max: 4096}, in: stdin, out: stdout, loaded: map[string]bool{}, dead: make(chan struct{})}
+	w := &proc{id: p.gen.Add(1), pool: p, cmd: cmd, stdin: stdin, stdout: bufio.NewReaderSize(stdout, 64<<10), stderr: &tailBuffer{max: 4096}, in: stdin, out: stdout, loaded: map[string]bool{}, dead: make(chan struct{}), pidfd: -1}
 	cmd.Stderr = w.stderr
 	err = cmd.Start()
 	closeChildEnds()
@@ -126,6 +141,7 @@ func (p *Pool) start() (*proc, error) {
 	core := unix.Rlimit{}
 	_ = unix.Prlimit(cmd.Process.Pid, unix.RLIMIT_CORE, &core, nil)
 	p.started.Add(1)
+	w.openPidfd()
 	p.procsMu.Lock()
 	p.procs[w] = struct{}{}
 	p.procsMu.Unlock()
@@ -139,6 +155,7 @@ func (p *Pool) start() (*proc, error) {
 		w.kill(killNoStart)
 		return nil, fmt.Errorf("worker: the sandbox worker did not start: %v %s", err, strings.TrimSpace(w.stderr.String()))
 	}
+	w.rss.Store(residentBytes(cmd.Process.Pid)) // its share of the pool's memory budget
 	return w, nil
 }
 
@@ -190,6 +207,7 @@ func restorePriority(pgid int) error {
 // replacement) at once, whether it was idle or busy.
 func (p *Pool) wait(w *proc) {
 	_ = w.cmd.Wait()
+	w.closePidfd()
 	p.procsMu.Lock()
 	delete(p.procs, w)
 	p.procsMu.Unlock()

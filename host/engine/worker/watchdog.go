@@ -73,6 +73,7 @@ func (p *Pool) roundTrip(ctx context.Context, w *proc, kind byte, header any, bo
 		wd.over = true
 		wd.rss.Stop()
 		wd.mu.Unlock()
+		w.running.CompareAndSwap(wd, nil) // the pool's budget may stop it no more
 		if !stopCancel() {
 			// The cancel watchdog ran: wait until it has written its
 			// frame, so that it cannot reach the worker's next request.
@@ -152,14 +153,21 @@ type watchdog struct {
 	cpuBaseSet bool
 }
 
-// kill kills the worker unless the round trip has ended: a timer that
-// fires as the reply comes must not kill a worker that answered.
-func (wd *watchdog) kill(reason killReason) {
+// kill kills the worker unless the round trip has ended (a timer that
+// fires as the reply comes must not kill a worker that answered), then
+// frees its memory (releaseMemory: the request's worker may hold up to
+// its cap), and reports whether it killed it.
+func (wd *watchdog) kill(reason killReason) bool {
 	wd.mu.Lock()
-	defer wd.mu.Unlock()
-	if !wd.over {
+	killed := !wd.over
+	if killed {
 		wd.w.kill(reason)
 	}
+	wd.mu.Unlock()
+	if killed {
+		wd.w.releaseMemory()
+	}
+	return killed
 }
 
 func (wd *watchdog) checkRSS() {
@@ -176,6 +184,7 @@ func (wd *watchdog) checkRSS() {
 		wd.kill(killMemory)
 		return
 	}
+	wd.noteRSS(rss)
 	wd.lowerIfLong()
 	wd.mu.Lock()
 	if !wd.over {
@@ -320,6 +329,8 @@ func (p *Pool) deathError(w *proc, err error) error {
 		return toolerr.Errorf(toolerr.CodeTimeout, "the tool did not finish within its deadline; it was stopped")
 	case reason == killStart:
 		return toolerr.Errorf(toolerr.CodeInvalidModule, "the module's start function did not finish within the tool's timeout; it was stopped")
+	case reason == killPoolMemory:
+		return p.budgetError(w)
 	case reason == killMemory:
 		return toolerr.Errorf(toolerr.CodeMemoryLimit, "the tool used more than %d MiB of memory; it was stopped", p.opts.MaxRSSBytes>>20)
 	case strings.Contains(tail, "out of memory"), strings.Contains(tail, "cannot allocate memory"):

@@ -10,6 +10,11 @@
 ;;   events      logs "debug line" (debug), "hello" (info), "warned" (warn),
 ;;               then reports progress 1/3 "one", 2/3, 3/3 "done" at once.
 ;;   log_flood   logs 300 info lines of 1504 bytes ("xxx…").
+;;   fill        grows memory a page at a time until refused, writing every
+;;               4 KiB of each new page (all of it resident), then spins
+;;               until it is stopped: memory held as long as it runs.
+;;   fill_mib    grows memory by 16 pages (1 MiB), writes every 4 KiB of
+;;               them, then returns "ok".
 ;;
 ;; Rebuild: wat2wasm suite.wat -o suite.wasm
 (module
@@ -71,6 +76,39 @@
           (i32.store (i32.mul (local.get $p) (i32.const 65536)) (i32.const 1))
           (br $grow))))
     unreachable)
+  ;; $touch writes one word in every 4 KiB of the 64 KiB page at index $page.
+  (func $touch (param $page i32)
+    (local $a i32) (local $end i32)
+    (local.set $a (i32.mul (local.get $page) (i32.const 65536)))
+    (local.set $end (i32.add (local.get $a) (i32.const 65536)))
+    (loop $next
+      (i32.store (local.get $a) (i32.const 1))
+      (local.set $a (i32.add (local.get $a) (i32.const 4096)))
+      (br_if $next (i32.lt_u (local.get $a) (local.get $end)))))
+  (func (export "fill") (result i32)
+    (local $p i32)
+    (loop $grow
+      (local.set $p (memory.grow (i32.const 1)))
+      (if (i32.ne (local.get $p) (i32.const -1))
+        (then
+          (call $touch (local.get $p))
+          (br $grow))))
+    (loop $forever (br $forever))
+    (i32.const 0))
+  (func (export "fill_mib") (result i32)
+    (local $p i32) (local $end i32) (local $out i64)
+    (local.set $p (memory.grow (i32.const 16)))
+    (if (i32.eq (local.get $p) (i32.const -1)) (then unreachable))
+    (local.set $end (i32.add (local.get $p) (i32.const 16)))
+    (loop $pages
+      (call $touch (local.get $p))
+      (local.set $p (i32.add (local.get $p) (i32.const 1)))
+      (br_if $pages (i32.lt_u (local.get $p) (local.get $end))))
+    (local.set $out (call $alloc (i64.const 2)))
+    (call $store_u8 (local.get $out) (i32.const 111))
+    (call $store_u8 (i64.add (local.get $out) (i64.const 1)) (i32.const 107))
+    (call $output_set (local.get $out) (i64.const 2))
+    (i32.const 0))
   (func (export "big_output") (result i32)
     (local $p i64)
     (local.set $p (call $alloc (i64.const 2097152)))
