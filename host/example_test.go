@@ -16,8 +16,8 @@ import (
 // A host embedded in a Go program, over a store of its own. It applies
 // only what Options give it: without a Governor every call is allowed (no
 // approval policy, no hooks) and without Observers nothing is audited, so
-// do not open a home that the toolhost CLI manages this way; reach that
-// one through its running serve (control.Dial).
+// do not open a home that the toolhost CLI manages this way: open that
+// one with home.Open, or reach it through its running serve (control.Dial).
 func Example_embedded() {
 	ctx := context.Background()
 	dir, err := os.MkdirTemp("", "embedded")

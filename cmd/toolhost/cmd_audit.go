@@ -15,6 +15,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/toolhost/toolhost/home"
 	"github.com/toolhost/toolhost/host/audit"
 )
 
@@ -51,7 +52,7 @@ func (g *globalOptions) openAuditFile() (io.ReadCloser, error) {
 		return nil, fmt.Errorf("the toolhost home %s does not exist, so there is no audit log to read; point --home or TOOLHOST_HOME at the home whose log you mean", g.home)
 	}
 	storeDir := filepath.Join(g.home, "store")
-	if storeExisted(storeDir) {
+	if home.StoreExisted(storeDir) {
 		return nil, audit.MissingError(g.auditPath(), fmt.Sprintf("the home's store %s exists", storeDir))
 	}
 	return io.NopCloser(bytes.NewReader(nil)), nil

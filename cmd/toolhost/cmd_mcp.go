@@ -39,12 +39,12 @@ the other CLI commands while it runs). Logs go to stderr.`,
 				backend = control.NewBackend(bctx, c, g.logger)
 			} else {
 				g.useServerWorkers()
-				local, closeHost, err := g.openLocalOwner(ctx)
+				hm, err := g.openHome(ctx, true)
 				if err != nil {
 					return err
 				}
-				defer closeHost()
-				backend = local.H
+				defer hm.Close()
+				backend = hm.Host()
 			}
 			srv := mcpserver.New(backend, version, mcpserver.WithLogger(g.logger))
 			defer srv.Close()

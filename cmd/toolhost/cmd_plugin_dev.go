@@ -18,6 +18,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/toolhost/toolhost/authoring"
+	"github.com/toolhost/toolhost/home"
 	"github.com/toolhost/toolhost/host"
 	"github.com/toolhost/toolhost/plugin"
 )
@@ -49,15 +50,15 @@ Ctrl-C stops it.`,
 			if _, err := authoring.DetectLang(dir); err != nil {
 				return err
 			}
-			home, err := os.MkdirTemp("", "toolhost-dev-")
+			devHome, err := os.MkdirTemp("", "toolhost-dev-")
 			if err != nil {
 				return err
 			}
-			defer os.RemoveAll(home)
-			g.home, g.allowUnsigned = home, true
-			fmt.Fprintf(g.stdout, "dev home %s (throwaway: deleted on exit; unsigned plugins allowed only here)\n", home)
-			d := newDevLoop(g, dir, filepath.Join(home, "dev.plugin"))
-			return g.serve(cmd.Context(), serveOptions{addr: addr, background: d.start, wrap: d.handler})
+			defer os.RemoveAll(devHome)
+			g.home, g.allowUnsigned = devHome, true
+			fmt.Fprintf(g.stdout, "dev home %s (throwaway: deleted on exit; unsigned plugins allowed only here)\n", devHome)
+			d := newDevLoop(g, dir, filepath.Join(devHome, "dev.plugin"))
+			return g.serve(cmd.Context(), serveOptions{addr: addr, background: func(ctx context.Context, hm *home.Home) (func(), error) { return d.start(ctx, hm.Host()) }, wrap: d.handler})
 		},
 	}
 	cmd.Flags().StringVar(&addr, "addr", "127.0.0.1:7412", "listen address (loopback)")

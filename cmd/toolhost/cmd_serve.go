@@ -15,13 +15,13 @@ import (
 	"github.com/toolhost/toolhost/api/control"
 	"github.com/toolhost/toolhost/api/httpapi"
 	"github.com/toolhost/toolhost/api/mcpserver"
+	"github.com/toolhost/toolhost/home"
 	"github.com/toolhost/toolhost/host"
 	"github.com/toolhost/toolhost/host/govern"
 	"github.com/toolhost/toolhost/host/observe"
 	"github.com/toolhost/toolhost/host/watch"
 	"github.com/toolhost/toolhost/internal/rawio"
 	"github.com/toolhost/toolhost/plugin"
-	"github.com/toolhost/toolhost/store"
 )
 
 // version is the toolhost version reported to API and MCP clients.
@@ -38,7 +38,7 @@ type serveOptions struct {
 	watchDir        string
 	// background, when set, runs beside the server on its host (the
 	// watcher, the dev loop) until the returned stop is called.
-	background func(ctx context.Context, h *host.Host) (stop func(), err error)
+	background func(ctx context.Context, hm *home.Home) (stop func(), err error)
 	// wrap, when set, wraps the HTTP API's handler (the dev loop's catch-up).
 	wrap func(http.Handler) http.Handler
 }
@@ -74,7 +74,7 @@ reason in the log; everything else keeps serving.`,
 			}
 			longRunning()
 			if o.watchDir != "" {
-				o.background = func(ctx context.Context, h *host.Host) (func(), error) { return g.startWatch(ctx, h, o.watchDir) }
+				o.background = func(ctx context.Context, hm *home.Home) (func(), error) { return g.startWatch(ctx, hm, o.watchDir) }
 			}
 			return g.serve(cmd.Context(), o)
 		},
@@ -130,23 +130,20 @@ func (g *globalOptions) serve(ctx context.Context, o serveOptions) error {
 		return usagef("--mcp-session-timeout %v is negative; pass a duration such as 30m, or 0 to keep idle sessions", o.mcpSession)
 	}
 	g.useServerWorkers()
-	// The call metrics and log watch the host's pipeline, so calls from
-	// `toolhost call` and `toolhost mcp` through the control socket are
-	// counted and logged like HTTP ones.
-	metrics := observe.NewMetrics()
-	g.observers = append(g.observers, metrics, observe.CallLog{Log: g.logger, Arguments: o.logArguments})
+	// The call metrics (the home's) and log watch the host's pipeline, so
+	// calls from `toolhost call` and `toolhost mcp` through the control
+	// socket are counted and logged like HTTP ones.
+	g.observers = append(g.observers, observe.CallLog{Log: g.logger, Arguments: o.logArguments})
 	g.logArguments = o.logArguments
-	local, closeHost, err := g.openLocalOwner(ctx)
+	hm, err := g.openHome(ctx, true)
 	if err != nil {
 		return err
 	}
-	defer closeHost()
-	metrics.TrackLoad(local.H)
-	if err := metrics.Registry().Register(g.gov.gov.Collector()); err != nil {
-		return fmt.Errorf("governance metrics: %w", err)
-	}
+	defer hm.Close()
+	local := control.Local{H: hm.Host()}
+	metrics, gov := hm.Metrics(), hm.Governor()
 	if o.background != nil {
-		stop, err := o.background(ctx, local.H)
+		stop, err := o.background(ctx, hm)
 		if err != nil {
 			return err
 		}
@@ -168,7 +165,7 @@ func (g *globalOptions) serve(ctx context.Context, o serveOptions) error {
 	api, err := httpapi.New(local.H, httpapi.Options{
 		Token: token, InsecureNoToken: o.insecureNoToken, AllowedHosts: allowed, Registry: metrics.Registry(),
 		Logger: g.logger, Version: version, MCPSessionTimeout: o.mcpSession,
-		Approvals: g.gov.gov.Approvals(), AuditFile: g.gov.log.Path(),
+		Approvals: gov.Approvals(), AuditFile: hm.AuditPath(),
 	})
 	if err != nil {
 		ln.Close()
@@ -197,10 +194,10 @@ func (g *globalOptions) serve(ctx context.Context, o serveOptions) error {
 	// Nobody can approve once the API and the control socket close: calls
 	// waiting for a person end now (busy, not run) instead of holding the
 	// shutdown up until their approval timeout.
-	if n := len(g.gov.gov.Approvals().List()); n > 0 {
+	if n := len(gov.Approvals().List()); n > 0 {
 		fmt.Fprintf(g.stderr, "shutting down: %d call(s) waiting for approval end without running\n", n)
 	}
-	g.gov.gov.Approvals().Close()
+	gov.Approvals().Close()
 	sctx, cancel := context.WithTimeout(context.Background(), time.Duration(plugin.MaxTimeoutMS)*time.Millisecond+5*time.Second)
 	defer cancel()
 	// api.Shutdown waits for running calls and for their answers to be
@@ -247,45 +244,9 @@ func (g *globalOptions) useServerWorkers() {
 	}
 }
 
-// openLocalOwner opens this home's store in this process and serves the
-// control socket so that other toolhost commands work through us.
-func (g *globalOptions) openLocalOwner(ctx context.Context) (control.Local, func(), error) {
-	sock := filepath.Join(g.home, control.SocketName)
-	if c, err := control.Dial(ctx, sock); err == nil {
-		c.Close()
-		// The store is in use as surely as when badger's lock says so:
-		// the same exit code (6) and hint.
-		return control.Local{}, nil, fmt.Errorf("%w: a toolhost serve or mcp already serves this home (%s) on %s; stop it first or use another --home", store.ErrLocked, g.home, sock)
-	}
-	g.servesControl = true
-	h, closeHost, err := g.openHost(ctx)
-	if err != nil {
-		return control.Local{}, nil, err
-	}
-	ln, err := control.Listen(sock)
-	if err != nil {
-		closeHost()
-		return control.Local{}, nil, err
-	}
-	local := control.Local{H: h}
-	cctx, stop := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		if err := control.Serve(cctx, ln, g.gov.governed(h, "cli"), h, g.logger); err != nil {
-			g.logger.Error("control socket stopped", "err", err)
-		}
-	}()
-	return local, func() {
-		stop()
-		<-done
-		closeHost()
-	}, nil
-}
-
 // startWatch runs a watcher over dir until the returned stop is called.
-func (g *globalOptions) startWatch(ctx context.Context, h *host.Host, dir string) (stop func(), err error) {
-	w, err := watch.New(watch.Options{Dir: dir, Host: g.gov.governed(h, "watch"), Logger: g.logger})
+func (g *globalOptions) startWatch(ctx context.Context, hm *home.Home, dir string) (stop func(), err error) {
+	w, err := watch.New(watch.Options{Dir: dir, Host: hm.Manage("watch"), Logger: g.logger})
 	if err != nil {
 		return nil, err
 	}

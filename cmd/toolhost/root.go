@@ -16,10 +16,9 @@ import (
 	"github.com/toolhost/toolhost/api/control"
 	"github.com/toolhost/toolhost/authoring"
 	"github.com/toolhost/toolhost/curator"
+	"github.com/toolhost/toolhost/home"
 	"github.com/toolhost/toolhost/host"
 	"github.com/toolhost/toolhost/host/audit"
-	"github.com/toolhost/toolhost/host/engine"
-	"github.com/toolhost/toolhost/host/engine/worker"
 	"github.com/toolhost/toolhost/host/govern"
 	"github.com/toolhost/toolhost/host/toolerr"
 	"github.com/toolhost/toolhost/internal/userfile"
@@ -54,11 +53,6 @@ type globalOptions struct {
 	// argument values.
 	approvalTimeout time.Duration
 	logArguments    bool
-	// gov is the governance of the host this process opened (openHost).
-	gov *governance
-	// servesControl is set when this process serves the control socket
-	// (serve, mcp): only then can a call wait for an operator's approval.
-	servesControl bool
 	// admission and observers configure the host this process opens
 	// (serve sets them from its flags).
 	admission admissionFlags
@@ -142,7 +136,7 @@ policy, 4 tool call failed, 5 not found, 6 store busy, 130 interrupted
 				return err
 			}
 			g.home = abs
-			return g.checkHome()
+			return home.CheckPrivate(g.home, g.logger)
 		},
 	}
 	root.PersistentFlags().StringVar(&g.home, "home", "", "toolhost home: store, trust data, caches, API token (env TOOLHOST_HOME, default ~/.toolhost)")
@@ -216,7 +210,7 @@ func exitCode(err error) int {
 		errors.Is(err, curator.ErrWrongPassphrase), errors.Is(err, errModuleRefused),
 		errors.Is(err, curator.ErrKeyFileExposed),
 		errors.Is(err, host.ErrWidening), errors.Is(err, store.ErrTampered),
-		errors.Is(err, control.ErrUntrustedSocket), errors.Is(err, errNotPrivate),
+		errors.Is(err, control.ErrUntrustedSocket), errors.Is(err, home.ErrNotPrivate),
 		errors.Is(err, authoring.ErrModule), errors.Is(err, store.ErrTrustConflict):
 		return exitRefused
 	}
@@ -241,7 +235,7 @@ func hintFor(err error) string {
 		return "toolhost will not run on a store it cannot trust: restore the home from a backup, or move the store aside and re-add the trusted keys"
 	case errors.Is(err, store.ErrNoSpace):
 		return "the disk holding the toolhost home is (nearly) full; nothing was written"
-	case errors.Is(err, control.ErrUntrustedSocket), errors.Is(err, errNotPrivate):
+	case errors.Is(err, control.ErrUntrustedSocket), errors.Is(err, home.ErrNotPrivate):
 		return "another local user may be impersonating toolhost; nothing was sent"
 	}
 	return ""
@@ -265,9 +259,9 @@ func (g *globalOptions) openAPI(ctx context.Context) (control.API, func(), error
 				return nil, nil, err
 			}
 		}
-		h, closeHost, err := g.openHost(ctx)
+		hm, err := g.openHome(ctx, false)
 		if err == nil {
-			return g.gov.governed(h, "cli"), closeHost, nil
+			return hm.Manage("cli"), func() { hm.Close() }, nil
 		}
 		if !errors.Is(err, store.ErrLocked) || time.Now().After(deadline) || ctx.Err() != nil {
 			if errors.Is(err, store.ErrLocked) {
@@ -279,62 +273,12 @@ func (g *globalOptions) openAPI(ctx context.Context) (control.API, func(), error
 	}
 }
 
-// openHost opens the store and a host over it. close must be called.
-func (g *globalOptions) openHost(ctx context.Context) (*host.Host, func(), error) {
-	if err := os.MkdirAll(g.home, 0o700); err != nil {
-		return nil, nil, fmt.Errorf("create home %s: %w", g.home, err)
-	}
-	storeDir := filepath.Join(g.home, "store")
-	kept, err := g.auditLogBeforeStore(storeDir)
-	if err != nil {
-		return nil, nil, err
-	}
-	st, err := store.Open(storeDir, g.logger)
-	if err != nil {
-		return nil, nil, err
-	}
-	gv, err := g.openGovernance(st, kept)
-	if err != nil {
-		st.Close()
-		return nil, nil, err
-	}
-	engine, err := g.newEngine(ctx)
-	if err != nil {
-		gv.close()
-		st.Close()
-		return nil, nil, err
-	}
-	h, err := host.New(host.Options{
-		Store: st, Engine: engine, Logger: g.logger, AllowUnsigned: g.allowUnsigned, AllowPrivateNetwork: g.allowPrivateNet,
-		MaxInFlight: g.admission.maxInFlight, MaxInFlightPerPlugin: g.admission.maxPerPlugin, MaxQueued: g.admission.maxQueued,
-		Observers: append(append([]host.CallObserver(nil), g.observers...), gv.rec),
-		Governor:  gv.gov,
-	})
-	if err != nil {
-		engine.Close(ctx)
-		gv.close()
-		st.Close()
-		return nil, nil, err
-	}
-	gv.h, g.gov = h, gv
-	gv.log.Group(h.InCalls, auditGroupDelay)
-	return h, func() {
-		h.Close()
-		engine.Close(context.Background())
-		gv.close()
-		if err := st.Close(); err != nil {
-			g.logger.Error("closing the store", "err", err)
-		}
-	}, nil
-}
-
-// newEngine starts the sandbox: supervised worker processes running this
-// executable's hidden sandbox-worker command.
-func (g *globalOptions) newEngine(ctx context.Context) (engine.Engine, error) {
-	cache := filepath.Join(g.home, "cache", "wazero")
-	if err := os.MkdirAll(cache, 0o700); err != nil {
-		return nil, err
-	}
+// openHome opens the home's store and host in this process (package
+// home), with the workers of this executable's hidden sandbox-worker
+// command. serveControl serves the control socket while it is open (serve,
+// mcp): only then can a call wait for an operator's approval. Close must
+// be called.
+func (g *globalOptions) openHome(ctx context.Context, serveControl bool) (*home.Home, error) {
 	exe, err := os.Executable()
 	if err != nil {
 		return nil, fmt.Errorf("cannot find the toolhost executable to start sandbox workers: %w", err)
@@ -344,11 +288,11 @@ func (g *globalOptions) newEngine(ctx context.Context) (engine.Engine, error) {
 		// A one-shot command runs one call at a time.
 		workers = 1
 	}
-	return worker.NewPool(ctx, worker.Options{
-		Command:           []string{exe, "sandbox-worker", "--cache", cache},
-		Workers:           workers,
-		MemoryBudgetBytes: int64(g.sandboxMemoryMiB) << 20,
-		Logger:            g.logger,
+	return home.Open(ctx, g.home, home.Options{
+		WorkerExecutable: exe, Workers: workers, MemoryBudgetBytes: int64(g.sandboxMemoryMiB) << 20, ServeControl: serveControl, ApprovalTimeout: g.approvalTimeout,
+		LogArguments: g.logArguments, AllowUnsigned: g.allowUnsigned, AllowPrivateNetwork: g.allowPrivateNet,
+		MaxInFlight: g.admission.maxInFlight, MaxInFlightPerPlugin: g.admission.maxPerPlugin, MaxQueued: g.admission.maxQueued,
+		Observers: g.observers, Logger: g.logger,
 	})
 }
 

@@ -10,6 +10,8 @@ import (
 	"path/filepath"
 	"strings"
 	"syscall"
+
+	"github.com/toolhost/toolhost/home"
 )
 
 // readPrivateFile reads at most limit bytes of a regular file that only
@@ -18,7 +20,7 @@ func readPrivateFile(path, what string, limit int64) ([]byte, error) {
 	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0)
 	if err != nil {
 		if errors.Is(err, syscall.ELOOP) {
-			return nil, fmt.Errorf("%s %s is a symbolic link: %w; delete it", what, path, errNotPrivate)
+			return nil, fmt.Errorf("%s %s is a symbolic link: %w; delete it", what, path, home.ErrNotPrivate)
 		}
 		return nil, err
 	}
@@ -30,14 +32,11 @@ func readPrivateFile(path, what string, limit int64) ([]byte, error) {
 	if !fi.Mode().IsRegular() {
 		return nil, fmt.Errorf("%s %s is not a regular file; delete it", what, path)
 	}
-	if err := privateInfo(path, what, fi); err != nil {
-		return nil, err
-	}
 	if st, ok := fi.Sys().(*syscall.Stat_t); ok && int(st.Uid) != os.Geteuid() {
-		return nil, fmt.Errorf("%s %s is owned by uid %d, not by you: %w; delete it and run again to create a new one", what, path, st.Uid, errNotPrivate)
+		return nil, fmt.Errorf("%s %s is owned by uid %d, not by you: %w; delete it and run again to create a new one", what, path, st.Uid, home.ErrNotPrivate)
 	}
 	if fi.Mode().Perm()&0o077 != 0 {
-		return nil, fmt.Errorf("%s %s can be read by group or others (mode %04o): %w; delete it and run again to create a new one (it may have been seen)", what, path, fi.Mode().Perm(), errNotPrivate)
+		return nil, fmt.Errorf("%s %s can be read by group or others (mode %04o): %w; delete it and run again to create a new one (it may have been seen)", what, path, fi.Mode().Perm(), home.ErrNotPrivate)
 	}
 	if fi.Size() > limit {
 		return nil, fmt.Errorf("%s %s is larger than %d bytes", what, path, limit)

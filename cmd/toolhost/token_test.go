@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/toolhost/toolhost/home"
 )
 
 func TestAPITokenIsPrivate(t *testing.T) {
@@ -25,7 +27,7 @@ func TestAPITokenIsPrivate(t *testing.T) {
 
 	// Readable by others: it may have been seen; refused.
 	os.Chmod(path, 0o644)
-	if _, _, err := g.apiToken(); !errors.Is(err, errNotPrivate) || !strings.Contains(err.Error(), "delete it") {
+	if _, _, err := g.apiToken(); !errors.Is(err, home.ErrNotPrivate) || !strings.Contains(err.Error(), "delete it") {
 		t.Fatalf("world-readable token: %v", err)
 	}
 	// A symlink planted in its place is not followed.
@@ -33,7 +35,7 @@ func TestAPITokenIsPrivate(t *testing.T) {
 	other := filepath.Join(t.TempDir(), "planted")
 	os.WriteFile(other, []byte(strings.Repeat("a", 32)), 0o600)
 	os.Symlink(other, path)
-	if _, _, err := g.apiToken(); !errors.Is(err, errNotPrivate) {
+	if _, _, err := g.apiToken(); !errors.Is(err, home.ErrNotPrivate) {
 		t.Fatalf("symlinked token: %v", err)
 	}
 	// A token another user owns is never adopted.
@@ -43,7 +45,7 @@ func TestAPITokenIsPrivate(t *testing.T) {
 		if err := os.Chown(path, 65534, 65534); err != nil {
 			t.Fatal(err)
 		}
-		if _, _, err := g.apiToken(); !errors.Is(err, errNotPrivate) || !strings.Contains(err.Error(), "owned by uid 65534") {
+		if _, _, err := g.apiToken(); !errors.Is(err, home.ErrNotPrivate) || !strings.Contains(err.Error(), "owned by uid 65534") {
 			t.Fatalf("token of another user: %v", err)
 		}
 	}

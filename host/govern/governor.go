@@ -179,6 +179,11 @@ func (g *Governor) beforeCall(ctx context.Context, c *host.CallInfo) (host.Verdi
 	}
 	if g.opts.NoApprover {
 		v.DecidedBy = "policy " + eff.Source
+		if c.Entry == host.EntryGo {
+			// A Go program that opened the home itself (package home)
+			// without serving its control socket.
+			return denied(v, "%s needs a person's approval (%s), and nobody can be asked in this process: open the home with home.Options.ServeControl, so that `toolhost approvals approve ID` decides it, or call it through a running `toolhost serve` (control.Dial)", c.Tool.Name, eff.Source)
+		}
 		return denied(v, "%s needs a person's approval (%s), and nobody can be asked in this process: call it through a running `toolhost serve` (or `toolhost mcp`), where `toolhost approvals approve ID` or the MCP client's user decides", c.Tool.Name, eff.Source)
 	}
 	g.metrics.decisions.WithLabelValues("asked").Inc()

@@ -1,13 +1,13 @@
-package main
+package home
 
 import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"os"
 	"time"
 
-	"github.com/toolhost/toolhost/api/control"
 	"github.com/toolhost/toolhost/host"
 	"github.com/toolhost/toolhost/host/audit"
 	"github.com/toolhost/toolhost/host/govern"
@@ -36,17 +36,17 @@ type governance struct {
 // deleted or moved: kept then says why a log must be there, and
 // openGovernance refuses a missing one (audit.OpenKept). RATIONALE.md, "An
 // erased audit log stops the host; a new one begins by hand".
-func (g *globalOptions) auditLogBeforeStore(storeDir string) (kept string, err error) {
-	if storeExisted(storeDir) {
+func auditLogBeforeStore(auditPath, storeDir string) (kept string, err error) {
+	if StoreExisted(storeDir) {
 		return fmt.Sprintf("the home's store %s already existed", storeDir), nil
 	}
-	return "", audit.Create(g.auditPath())
+	return "", audit.Create(auditPath)
 }
 
-// storeExisted reports whether toolhost has opened the store in dir
+// StoreExisted reports whether toolhost has opened the store in dir
 // before: the directory holds something. An empty one (made, then a
 // failed first open) held nothing a log accounts for.
-func storeExisted(dir string) bool {
+func StoreExisted(dir string) bool {
 	d, err := os.Open(dir)
 	if errors.Is(err, os.ErrNotExist) {
 		return false
@@ -64,17 +64,16 @@ func storeExisted(dir string) bool {
 
 // openGovernance opens the audit log, records in it the changes st made
 // that it does not hold (audit.Reconcile), and opens the Governor over
-// st. The host is
-// attached with attach once it exists; until then no hooks run. kept, when
-// set, says why a log must already be there (audit.OpenKept): the store
-// existed before this open.
-func (g *globalOptions) openGovernance(st *store.Store, kept string) (*governance, error) {
+// st. The host is attached (governance.h) once it exists; until then no
+// hooks run. kept, when set, says why a log must already be there
+// (audit.OpenKept): the store existed before this open.
+func openGovernance(auditPath string, st *store.Store, kept string, opts *Options, log *slog.Logger) (*governance, error) {
 	var l *audit.Log
 	var err error
 	if kept != "" {
-		l, err = audit.OpenKept(g.auditPath(), kept)
+		l, err = audit.OpenKept(auditPath, kept)
 	} else {
-		l, err = audit.Open(g.auditPath())
+		l, err = audit.Open(auditPath)
 	}
 	if errors.Is(err, audit.ErrLogMissing) {
 		return nil, err // says what to do (audit.MissingError)
@@ -88,17 +87,12 @@ func (g *globalOptions) openGovernance(st *store.Store, kept string) (*governanc
 		l.Close()
 		return nil, fmt.Errorf("%w; toolhost records every change to the store in its audit log and does not run while it cannot", err)
 	} else if n > 0 {
-		g.logger.Warn("audit: recorded changes the store made but the audit log did not hold (toolhost stopped between the two); see `toolhost audit list`", "records", n)
+		log.Warn("audit: recorded changes the store made but the audit log did not hold (toolhost stopped between the two); see `toolhost audit list`", "records", n)
 	}
-	gv := &governance{log: l, rec: &audit.Recorder{Log: l, LogArguments: g.logArguments, Logger: g.logger, Journal: st}}
-	timeout := g.approvalTimeout
-	if timeout == 0 {
-		// Only serve has --approval-timeout (validated there); mcp, when it
-		// holds the store, waits the default.
-		timeout = govern.DefaultApprovalTimeout
-	}
+	gv := &governance{log: l, rec: &audit.Recorder{Log: l, LogArguments: opts.LogArguments, Logger: log, Journal: st}}
 	gv.gov, err = govern.New(govern.Options{
-		Store: st, ApprovalTimeout: timeout, Audit: gv.rec, Logger: g.logger, NoApprover: !g.servesControl,
+		Store: st, ApprovalTimeout: opts.ApprovalTimeout, Audit: gv.rec, Logger: log,
+		NoApprover: !opts.ServeControl,
 		Hooks: func() []govern.HookTarget {
 			if gv.h == nil {
 				return nil
@@ -111,16 +105,4 @@ func (g *globalOptions) openGovernance(st *store.Store, kept string) (*governanc
 		return nil, err
 	}
 	return gv, nil
-}
-
-// governed wraps a host's management API so changes are audited and
-// governance is served.
-func (gv *governance) governed(h *host.Host, actor string) *control.Governed {
-	return &control.Governed{API: control.Local{H: h}, H: h, Gov: gv.gov, Audit: gv.rec, Actor: actor}
-}
-
-func (gv *governance) close() {
-	if err := gv.log.Close(); err != nil {
-		_ = err // the log is fsync'd after every record; nothing is lost
-	}
 }
