@@ -23,7 +23,7 @@ func newEngine(ctx context.Context, dir string, opts Options, log *slog.Logger) 
 		return nil, err
 	}
 	p, err := worker.NewPool(ctx, worker.Options{
-		Command: []string{opts.WorkerExecutable, WorkerCommand, "--cache", cache},
+		Command:           []string{opts.WorkerExecutable, WorkerCommand, "--cache", cache},
 		Workers:           opts.Workers,
 		MemoryBudgetBytes: opts.MemoryBudgetBytes,
 		Logger:            log,
