@@ -2,11 +2,8 @@ package mcpserver
 
 import (
 	"bufio"
-	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
-	"fmt"
 	"io"
 	"sync"
 	"time"
@@ -28,6 +25,14 @@ import (
 //     read, else null;
 //   - a line over the cap is skipped up to its newline without buffering
 //     it, and gets -32600 with id null (its id is past what we read);
+//   - a request whose id is that of a request not yet answered gets
+//     -32600 with id null and is not passed on;
+//   - at most maxUnanswered requests wait for their answers to be
+//     written; the next is refused with -32000 (busy) by the read loop
+//     itself, whose write waits for the output like the answers'. A
+//     client that writes requests without reading the answers (a full
+//     stdout pipe) so stops being read instead of filling memory: the SDK
+//     queues every request it is handed without bound;
 //   - a request named in notifications/cancelled while it runs gets no
 //     response at all, as the spec asks ("receivers … SHOULD NOT send a
 //     response for the cancelled request"); the SDK cancels its context;
@@ -40,7 +45,9 @@ import (
 //     once: the SDK then cancels the requests in flight and fails the
 //     server's own requests to the client, which it does not do on Close
 //     (it waits for every handler, and a handler that waits for the
-//     client's answer would keep the process up).
+//     client's answer would keep the process up). Writes still waiting
+//     for the output stopWriteGrace after that are given up, so a client
+//     that stopped reading cannot keep the process up either.
 //
 // Batches are refused: MCP removed them in 2025-06-18, and answering one
 // needs the batch bookkeeping the SDK keeps private.
@@ -54,6 +61,8 @@ type lineTransport struct {
 func (t *lineTransport) Connect(context.Context) (mcp.Connection, error) {
 	c := &lineConn{
 		w:        t.w,
+		writes:   make(chan lineWrite),
+		abandon:  make(chan struct{}),
 		closers:  []io.Closer{t.r, t.w},
 		incoming: make(chan readResult),
 		closed:   make(chan struct{}),
@@ -62,9 +71,23 @@ func (t *lineTransport) Connect(context.Context) (mcp.Connection, error) {
 		answered: make(chan struct{}, 1),
 		stop:     t.stop,
 	}
+	go c.writeLoop()
+	go c.abandonWrites()
 	go c.readLoop(bufio.NewReaderSize(t.r, 64<<10), t.maxLine)
 	return c, nil
 }
+
+// maxUnanswered bounds the requests read over stdio and not yet answered
+// on the output: above the host's 64 running and 1,024 queued calls' worth
+// of a 400-wide fan-out, far below what fills memory (each waiting answer
+// is held until it is written).
+const maxUnanswered = 1024
+
+// stopWriteGrace is how long writes may still wait for the output once the
+// process is told to stop: the answers the SDK writes then (the requests
+// it cancels) go out to a client that reads, and a client that does not
+// read cannot hold the exit.
+const stopWriteGrace = 2 * time.Second
 
 type readResult struct {
 	msg jsonrpc.Message
@@ -78,14 +101,17 @@ type lineConn struct {
 	closeOnce sync.Once
 	closers   []io.Closer
 
-	// writeMu guards w, so that each message is one write and messages do
-	// not interleave.
-	writeMu sync.Mutex
+	// w is written only by writeLoop, one message per write, in the order
+	// writeLine hands them over on writes. abandon is closed when the
+	// connection closes or stopWriteGrace after stop: writeLine then stops
+	// waiting for a write the output does not take.
 	w       io.Writer
+	writes  chan lineWrite
+	abandon chan struct{}
 
-	// mu guards inFlight: the ids of requests read and not yet answered,
-	// mapped to whether the client cancelled them. Bounded by the requests
-	// the SDK is running.
+	// mu guards inFlight: the ids of requests read and whose answers are
+	// not yet written (or given up), mapped to whether the client
+	// cancelled them. At most maxUnanswered.
 	mu       sync.Mutex
 	inFlight map[jsonrpc.ID]bool
 	// asked (guarded by mu) holds the ids of the server's requests to the
@@ -122,11 +148,18 @@ func (c *lineConn) Write(ctx context.Context, msg jsonrpc.Message) error {
 		c.wake()
 	}
 	if resp, ok := msg.(*jsonrpc.Response); ok {
+		// The request counts as unanswered until its answer is written:
+		// an answer the output does not take holds its place under
+		// maxUnanswered.
+		defer func() {
+			c.mu.Lock()
+			delete(c.inFlight, resp.ID)
+			c.mu.Unlock()
+			c.wake()
+		}()
 		c.mu.Lock()
 		cancelled := c.inFlight[resp.ID]
-		delete(c.inFlight, resp.ID)
 		c.mu.Unlock()
-		c.wake()
 		if cancelled {
 			return nil
 		}
@@ -146,16 +179,63 @@ func (c *lineConn) wake() {
 	}
 }
 
+// lineWrite is one message for writeLoop and where its result goes.
+type lineWrite struct {
+	line []byte
+	done chan error // buffered: writeLoop never waits for its reader
+}
+
+// writeLine writes data and a newline as one write, and returns once it is
+// written, or with mcp.ErrConnectionClosed once writes are abandoned.
 func (c *lineConn) writeLine(data []byte) error {
 	select {
-	case <-c.closed:
+	case <-c.abandon:
 		return mcp.ErrConnectionClosed
 	default:
 	}
-	c.writeMu.Lock()
-	defer c.writeMu.Unlock()
-	_, err := c.w.Write(append(data, '\n'))
-	return err
+	w := lineWrite{line: append(data, '\n'), done: make(chan error, 1)}
+	select {
+	case c.writes <- w:
+	case <-c.abandon:
+		return mcp.ErrConnectionClosed
+	}
+	select {
+	case err := <-w.done:
+		return err
+	case <-c.abandon:
+		return mcp.ErrConnectionClosed
+	}
+}
+
+// writeLoop makes the writes, so that a writer waiting for an output that
+// does not take them can give up (a blocking write cannot be interrupted).
+func (c *lineConn) writeLoop() {
+	for {
+		select {
+		case w := <-c.writes:
+			_, err := c.w.Write(w.line)
+			w.done <- err
+		case <-c.abandon:
+			return
+		}
+	}
+}
+
+// abandonWrites closes abandon when the connection closes, or
+// stopWriteGrace after stop.
+func (c *lineConn) abandonWrites() {
+	defer close(c.abandon)
+	select {
+	case <-c.closed:
+		return
+	case <-c.stop:
+	}
+	t := time.NewTimer(stopWriteGrace)
+	defer t.Stop()
+	select {
+	case <-c.closed:
+	case <-t.C:
+	}
 }
 
 func (c *lineConn) Close() error {
@@ -167,179 +247,4 @@ func (c *lineConn) Close() error {
 		}
 	})
 	return err
-}
-
-// readLoop reads lines until the reader fails, hands each good message to
-// Read, and answers bad lines itself.
-func (c *lineConn) readLoop(r *bufio.Reader, maxLine int) {
-	for {
-		line, tooLong, err := readLine(r, maxLine)
-		if tooLong {
-			c.refuse(nil, jsonrpc.CodeInvalidRequest, fmt.Sprintf("message is over the %d-byte limit of one stdio line and was skipped; send smaller arguments", maxLine))
-		} else if len(bytes.TrimSpace(line)) > 0 {
-			if msg, ok := c.decode(line); ok && !c.deliver(readResult{msg: msg}) {
-				return
-			}
-		}
-		if err != nil {
-			// The SDK ends the session once Read reports the end of the
-			// input, and answers not written by then are lost; so a
-			// client that writes its requests and closes its end
-			// (`printf … | toolhost mcp`) gets every answer first.
-			c.waitAnswered(endOfInputWait)
-			c.deliver(readResult{err: err})
-			return
-		}
-	}
-}
-
-// endOfInputWait bounds how long the end of the input waits for the
-// answers to the requests read before it: longer than a call's deadline
-// and the default approval timeout, so that only an answer that never
-// comes is given up.
-const endOfInputWait = 5 * time.Minute
-
-// waitAnswered returns once every request read has been answered, the
-// server waits for an answer of the client's (which cannot come after
-// the end of the input), the connection is closed, stop ends, or max has
-// passed.
-func (c *lineConn) waitAnswered(max time.Duration) {
-	timeout := time.NewTimer(max)
-	defer timeout.Stop()
-	for {
-		c.mu.Lock()
-		n, asked := len(c.inFlight), len(c.asked)
-		c.mu.Unlock()
-		if n == 0 || asked > 0 {
-			return
-		}
-		select {
-		case <-c.answered:
-		case <-c.closed:
-			return
-		case <-c.stop:
-			return
-		case <-timeout.C:
-			return
-		}
-	}
-}
-
-func (c *lineConn) deliver(r readResult) bool {
-	select {
-	case c.incoming <- r:
-		return true
-	case <-c.closed:
-		return false
-	}
-}
-
-// decode parses one line. It answers a line that is not a message and
-// returns ok=false for it.
-func (c *lineConn) decode(line []byte) (jsonrpc.Message, bool) {
-	if !json.Valid(line) {
-		c.refuse(nil, jsonrpc.CodeParseError, "parse error: the line is not valid JSON; send one JSON-RPC message per line")
-		return nil, false
-	}
-	if b := bytes.TrimSpace(line); b[0] == '[' {
-		c.refuse(nil, jsonrpc.CodeInvalidRequest, "JSON-RPC batches are not supported (MCP removed them in 2025-06-18); send one message per line")
-		return nil, false
-	}
-	msg, err := jsonrpc.DecodeMessage(line)
-	if err != nil {
-		c.refuse(idOf(line), jsonrpc.CodeInvalidRequest, "invalid request: "+err.Error())
-		return nil, false
-	}
-	switch m := msg.(type) {
-	case *jsonrpc.Request:
-		c.track(m)
-	case *jsonrpc.Response:
-		c.mu.Lock()
-		delete(c.asked, m.ID)
-		c.mu.Unlock()
-	}
-	return msg, true
-}
-
-// track records calls in flight and marks the ones the client cancels.
-func (c *lineConn) track(req *jsonrpc.Request) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if req.IsCall() {
-		c.inFlight[req.ID] = false
-		return
-	}
-	if req.Method != "notifications/cancelled" {
-		return
-	}
-	var p struct {
-		RequestID any `json:"requestId"`
-	}
-	if json.Unmarshal(req.Params, &p) != nil {
-		return
-	}
-	if id, err := jsonrpc.MakeID(p.RequestID); err == nil {
-		if _, ok := c.inFlight[id]; ok {
-			c.inFlight[id] = true
-		}
-	}
-}
-
-// refuse writes an error response. id nil means unknown (JSON null).
-func (c *lineConn) refuse(id any, code int64, message string) {
-	data, err := json.Marshal(struct {
-		JSONRPC string        `json:"jsonrpc"`
-		ID      any           `json:"id"`
-		Error   jsonrpc.Error `json:"error"`
-	}{"2.0", id, jsonrpc.Error{Code: code, Message: message}})
-	if err == nil {
-		_ = c.writeLine(data)
-	}
-}
-
-// idOf returns the "id" of a JSON object if it is a valid JSON-RPC id
-// (string or number), else nil.
-func idOf(line []byte) any {
-	var m struct {
-		ID json.RawMessage `json:"id"`
-	}
-	if json.Unmarshal(line, &m) != nil || len(m.ID) == 0 {
-		return nil
-	}
-	var v any
-	if json.Unmarshal(m.ID, &v) != nil {
-		return nil
-	}
-	switch v.(type) {
-	case string, float64:
-		return m.ID
-	}
-	return nil
-}
-
-// readLine returns the next line without its newline. A line longer than
-// max is consumed up to its newline without being kept, and reported with
-// tooLong. err is the reader's error (io.EOF at the end); a last line
-// without a newline is returned with it.
-func readLine(r *bufio.Reader, max int) (line []byte, tooLong bool, err error) {
-	for {
-		chunk, err := r.ReadSlice('\n')
-		if !tooLong {
-			content := len(line) + len(chunk)
-			if bytes.HasSuffix(chunk, []byte("\n")) {
-				content--
-			}
-			if content > max {
-				tooLong, line = true, nil
-			} else {
-				line = append(line, chunk...)
-			}
-		}
-		if errors.Is(err, bufio.ErrBufferFull) {
-			continue
-		}
-		line = bytes.TrimSuffix(line, []byte("\n"))
-		line = bytes.TrimSuffix(line, []byte("\r"))
-		return line, tooLong, err
-	}
 }
