@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/toolhost/toolhost/host"
@@ -109,7 +110,12 @@ func (s *Server) Handler(opts HTTPOptions) http.Handler {
 			// serves it on 2025-11-25), which owes no answer at shutdown.
 			method := ""
 			if r.Method == http.MethodPost {
-				method = peekRequest(r, opts.MaxBodyBytes).method
+				peek := peekRequest(r, opts.MaxBodyBytes)
+				if peek.idErr != nil {
+					invalidID(w, peek.idErr)
+					return
+				}
+				method = peek.method
 			}
 			if owesAnswer(r, method) {
 				defer s.answering.track()()
@@ -134,6 +140,10 @@ func (s *Server) Handler(opts HTTPOptions) http.Handler {
 			// for the request it answers (its id, the versions served and
 			// the one asked for), so a client can pick another.
 			unsupportedVersion(w, peek.id, version)
+			return
+		}
+		if peek.idErr != nil {
+			invalidID(w, peek.idErr)
 			return
 		}
 		if owesAnswer(r, peek.method) {
@@ -188,6 +198,20 @@ func unsupportedVersion(w http.ResponseWriter, id json.RawMessage, version strin
 	_, _ = w.Write(body)
 }
 
+// invalidID answers a POST holding a request whose id the SDK would
+// answer under another (checkRequestID): 400 with a JSON-RPC Invalid
+// Request error, id null (the id sent is the one that cannot be echoed).
+func invalidID(w http.ResponseWriter, err error) {
+	body, _ := json.Marshal(map[string]any{
+		"jsonrpc": "2.0",
+		"id":      nil,
+		"error":   map[string]any{"code": jsonrpc.CodeInvalidRequest, "message": err.Error()},
+	})
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(http.StatusBadRequest)
+	_, _ = w.Write(body)
+}
+
 // revisionRE is the shape of an MCP protocol revision (a date).
 var revisionRE = regexp.MustCompile(`^[0-9]{4}-[0-9]{2}-[0-9]{2}$`)
 
@@ -211,6 +235,7 @@ type peeked struct {
 	metaVersion  string          // _meta["io.modelcontextprotocol/protocolVersion"]
 	notification bool            // a method and no id
 	id           json.RawMessage // the request's id when a string or number
+	idErr        error           // a request's id the SDK would answer under another
 }
 
 // peekRequest reads the body (at most max+1 bytes, so a body over the cap
@@ -228,6 +253,22 @@ func peekRequest(r *http.Request, max int64) peeked {
 	}{io.MultiReader(bytes.NewReader(head), r.Body), r.Body}
 	if err != nil || int64(len(head)) > max {
 		return peeked{}
+	}
+	if b := bytes.TrimSpace(head); len(b) > 0 && b[0] == '[' {
+		// A batch (sessions of revisions before 2025-06-18 may send one):
+		// every request in it is answered under its id.
+		var batch []json.RawMessage
+		if json.Unmarshal(b, &batch) == nil {
+			for _, m := range batch {
+				if err := checkRequestID(m); err != nil {
+					return peeked{idErr: err}
+				}
+			}
+		}
+		return peeked{}
+	}
+	if err := checkRequestID(head); err != nil {
+		return peeked{idErr: err}
 	}
 	var msg struct {
 		ID     json.RawMessage `json:"id"`

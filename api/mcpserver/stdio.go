@@ -25,8 +25,10 @@ import (
 //     read, else null;
 //   - a line over the cap is skipped up to its newline without buffering
 //     it, and gets -32600 with id null (its id is past what we read);
-//   - a request whose id is that of a request not yet answered gets
-//     -32600 with id null and is not passed on;
+//   - a request whose id is a number the SDK would answer under another
+//     (1.5, 2^53+1: it reads ids as float64, then int64) gets -32600 with
+//     id null and is not passed on (checkRequestID), nor is one whose id
+//     is that of a request not yet answered;
 //   - at most maxUnanswered requests wait for their answers to be
 //     written; the next is refused with -32000 (busy) by the read loop
 //     itself, whose write waits for the output like the answers'. A

@@ -87,6 +87,10 @@ func (c *lineConn) decode(line []byte) (jsonrpc.Message, bool) {
 		c.refuse(nil, jsonrpc.CodeInvalidRequest, "JSON-RPC batches are not supported (MCP removed them in 2025-06-18); send one message per line")
 		return nil, false
 	}
+	if err := checkRequestID(line); err != nil {
+		c.refuse(nil, jsonrpc.CodeInvalidRequest, err.Error())
+		return nil, false
+	}
 	msg, err := jsonrpc.DecodeMessage(line)
 	if err != nil {
 		c.refuse(idOf(line), jsonrpc.CodeInvalidRequest, "invalid request: "+err.Error())
