@@ -165,7 +165,7 @@ func (s *Server) Handler(opts HTTPOptions) http.Handler {
 			return
 		}
 		// An initialize: it opens a session.
-		if s.tooManySessions(w, opts.MaxSessions) {
+		if s.tooManySessions(w, opts.MaxSessions, peek.id) {
 			return
 		}
 		stateful.ServeHTTP(w, r)

@@ -2,6 +2,7 @@ package mcpserver
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"net/http"
 	"sync"
@@ -81,15 +82,19 @@ func (s *Server) sessionCount() int {
 }
 
 // tooManySessions answers an initialize that would open a session beyond
-// max: 503 with a JSON-RPC error that says what to do.
-func (s *Server) tooManySessions(w http.ResponseWriter, max int) bool {
+// max: 503 with a JSON-RPC error that says what to do, under the
+// initialize's id (nil: null).
+func (s *Server) tooManySessions(w http.ResponseWriter, max int, id json.RawMessage) bool {
 	n := s.sessionCount()
 	if n < max {
 		return false
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.Header().Set("Retry-After", "60")
+	if id == nil {
+		id = json.RawMessage("null")
+	}
 	w.WriteHeader(http.StatusServiceUnavailable)
-	fmt.Fprintf(w, `{"jsonrpc":"2.0","id":null,"error":{"code":-32000,"message":"%d MCP sessions are open, the most this server keeps: end unused ones (DELETE /mcp with their Mcp-Session-Id), or wait for idle ones to time out (serve --mcp-session-timeout), then initialize again"}}`, n)
+	fmt.Fprintf(w, `{"jsonrpc":"2.0","id":%s,"error":{"code":-32000,"message":"%d MCP sessions are open, the most this server keeps: end unused ones (DELETE /mcp with their Mcp-Session-Id), or wait for idle ones to time out (serve --mcp-session-timeout), then initialize again"}}`, id, n)
 	return true
 }

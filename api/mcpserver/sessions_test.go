@@ -90,9 +90,15 @@ func TestHTTPSessionsBounded(t *testing.T) {
 			first = h
 		}
 	}
-	resp, body := postMCP(t, srv.URL, nil, legacyInitialize)
-	if resp.StatusCode != http.StatusServiceUnavailable || !strings.Contains(body, `"error"`) || !strings.Contains(body, "DELETE /mcp") {
-		t.Fatalf("a fourth session: %d %s", resp.StatusCode, body)
+	for _, id := range []string{`1`, `"init-4"`} {
+		resp, body := postMCP(t, srv.URL, nil, strings.Replace(legacyInitialize, `"id":1`, `"id":`+id, 1))
+		if resp.StatusCode != http.StatusServiceUnavailable || !strings.Contains(body, `"error"`) || !strings.Contains(body, "DELETE /mcp") {
+			t.Fatalf("a fourth session: %d %s", resp.StatusCode, body)
+		}
+		// The refusal answers the initialize: under its id.
+		if !strings.Contains(body, `"id":`+id+`,`) {
+			t.Errorf("the refused initialize with id %s was answered %s, not under its id", id, body)
+		}
 	}
 	if r, err := http.DefaultClient.Do(mcpRequest(http.MethodDelete, srv.URL, first, "")); err != nil {
 		t.Fatal(err)
