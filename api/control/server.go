@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/toolhost/toolhost/host"
+	"github.com/toolhost/toolhost/host/toolerr"
 	"github.com/toolhost/toolhost/plugin"
 	"github.com/toolhost/toolhost/signing"
 )
@@ -105,6 +106,10 @@ func Serve(ctx context.Context, l net.Listener, api API, changes Watcher, log *s
 	return nil
 }
 
+// maxCallBody caps a call's arguments read from the socket: above any
+// host's argument limit (1 MiB by default), which judges them after.
+const maxCallBody = 8 << 20
+
 // shutdownGrace bounds how long Serve waits, once ctx ended, for the
 // requests in flight. serve waits for the running calls before it stops
 // Serve; what is left then is short (a record being written).
@@ -182,9 +187,15 @@ func Handler(api API, changes Watcher) http.Handler {
 		reply(w, ts, err)
 	})
 	mux.HandleFunc("POST /v1/tools/{name}/call", func(w http.ResponseWriter, r *http.Request) {
-		args, err := io.ReadAll(io.LimitReader(r.Body, 8<<20))
+		args, err := io.ReadAll(io.LimitReader(r.Body, maxCallBody+1))
 		if err != nil {
 			reply(w, nil, err)
+			return
+		}
+		if len(args) > maxCallBody {
+			// Cut at the cap, the rest could be read as other arguments
+			// than the whole body (a prefix that is a document alone).
+			reply(w, nil, toolerr.Errorf(toolerr.CodeInvalidArguments, "arguments are over %d bytes, the most the control socket reads; send smaller arguments", maxCallBody))
 			return
 		}
 		// r.Context() ends when the client disconnects (Ctrl-C on
