@@ -46,15 +46,13 @@ func cliHome(t *testing.T) (dir string, toolhost func(args ...string) string) {
 	return dir, toolhost
 }
 
-// open opens dir as a Go program does, its sandbox workers this test
-// binary (TestMain calls home.RunWorker).
+// open opens dir as a Go program does, its sandbox workers the toolhost
+// executable. (Not this test binary: under -race its workers load the Go
+// guest too slowly for the tool's signed deadline on a busy machine;
+// TestRunWorkerHook covers a program that is its own worker.)
 func open(t *testing.T, dir string, opts home.Options) *home.Home {
 	t.Helper()
-	exe, err := os.Executable()
-	if err != nil {
-		t.Fatal(err)
-	}
-	opts.WorkerExecutable = exe
+	opts.WorkerExecutable = testplugins.Toolhost(t)
 	hm, err := home.Open(context.Background(), dir, opts)
 	if err != nil {
 		t.Fatalf("home.Open: %v", err)
@@ -216,4 +214,26 @@ func goCalls(t *testing.T, hm *home.Home) (n int) {
 		}
 	}
 	return n
+}
+
+// A program whose main calls home.RunWorker first can be its own sandbox
+// worker: Open starts the pool's workers from it (each answers the
+// supervisor's handshake from RunWorker, or Open fails), and the home
+// lists the installed tools and closes.
+func TestRunWorkerHook(t *testing.T) {
+	dir, _ := cliHome(t)
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	hm, err := home.Open(context.Background(), dir, home.Options{WorkerExecutable: exe})
+	if err != nil {
+		t.Fatalf("home.Open with this program as its worker: %v", err)
+	}
+	if len(hm.Tools()) != 3 {
+		t.Errorf("tools %v, want the notes plugin's 3", hm.Tools())
+	}
+	if err := hm.Close(); err != nil {
+		t.Fatal(err)
+	}
 }
