@@ -231,6 +231,10 @@ func (hm *Home) AuditPath() string { return filepath.Join(hm.dir, audit.FileName
 // approval (busy: they did not run), waits for running calls and their
 // records, then stops the workers and closes the audit log and the
 // store. It returns the store's close error.
+// closeRecordWait bounds how long Close waits for the calls that are
+// writing their audit records (an fsync each, shared).
+const closeRecordWait = 5 * time.Second
+
 func (hm *Home) Close() error {
 	if hm.stopControl != nil {
 		hm.stopControl()
@@ -243,6 +247,13 @@ func (hm *Home) Close() error {
 		}
 		cancel()
 		hm.h.Close()
+		// A call past its sandbox has left admission but may still be
+		// writing its audit record (InCalls counts it until its observers
+		// return): the log closes after it, or its answer would be
+		// withheld for a record the closing log refused.
+		for deadline := time.Now().Add(closeRecordWait); hm.h.InCalls() > 0 && time.Now().Before(deadline); {
+			time.Sleep(time.Millisecond)
+		}
 	}
 	if hm.engine != nil {
 		hm.engine.Close(context.Background())

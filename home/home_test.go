@@ -9,10 +9,12 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/toolhost/toolhost/home"
+	"github.com/toolhost/toolhost/host"
 	"github.com/toolhost/toolhost/host/toolerr"
 	"github.com/toolhost/toolhost/internal/testplugins"
 	"github.com/toolhost/toolhost/store"
@@ -234,6 +236,50 @@ func TestRunWorkerHook(t *testing.T) {
 		t.Errorf("tools %v, want the notes plugin's 3", hm.Tools())
 	}
 	if err := hm.Close(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// gate is an observer that holds the first call it sees until released.
+type gate struct {
+	once             sync.Once
+	entered, release chan struct{}
+}
+
+func (g *gate) ObserveCall(context.Context, host.CallRecord) {
+	g.once.Do(func() {
+		close(g.entered)
+		<-g.release
+	})
+}
+
+// A call that has left its sandbox but not yet written its audit record
+// when Close begins keeps its answer: Close waits for it before closing
+// the log, instead of closing the log under it (its answer would be
+// withheld: no answer leaves without its record).
+func TestCloseWaitsForCallsWritingTheirRecords(t *testing.T) {
+	dir, _ := cliHome(t)
+	g := &gate{entered: make(chan struct{}), release: make(chan struct{})}
+	hm := open(t, dir, home.Options{Observers: []host.CallObserver{g}})
+	type result struct {
+		res []byte
+		err error
+	}
+	done := make(chan result, 1)
+	go func() {
+		res, err := hm.Call(context.Background(), "list_notes", []byte(`{}`))
+		done <- result{res, err}
+	}()
+	<-g.entered // the call is past its sandbox, before its audit record
+	closed := make(chan error, 1)
+	go func() { closed <- hm.Close() }()
+	time.Sleep(200 * time.Millisecond) // Close, unfixed, closes the log meanwhile
+	close(g.release)
+	r := <-done
+	if r.err != nil {
+		t.Fatalf("a call writing its record as Close began: %v", r.err)
+	}
+	if err := <-closed; err != nil {
 		t.Fatal(err)
 	}
 }

@@ -46,7 +46,7 @@ func (h *Host) Call(ctx context.Context, tool string, args []byte) (json.RawMess
 		rec.Outcome, rec.Message, err = terr.Code, terr.Message, terr
 	}
 	if kerr := h.observe(ctx, rec); kerr != nil {
-		return nil, toolerr.Errorf(toolerr.CodeInternal, "tool %q ran, but its audit record could not be made durable (%v), so its answer is withheld: toolhost answers a call only once its record is kept; make the audit log writable again (free disk space), then restart toolhost", rec.Tool, kerr)
+		return nil, toolerr.Errorf(toolerr.CodeInternal, "tool %q ran, but its audit record could not be made durable (%v), so its answer is withheld: toolhost answers a call only once its record is kept; fix what that names (a full disk: free space, then restart toolhost), and since the call did run, check its effects before calling again", rec.Tool, kerr)
 	}
 	return res, err
 }
