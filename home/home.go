@@ -227,14 +227,14 @@ func (hm *Home) Dir() string { return hm.dir }
 // AuditPath is the home's audit log.
 func (hm *Home) AuditPath() string { return filepath.Join(hm.dir, audit.FileName) }
 
-// Close stops serving the control socket, ends the calls waiting for
-// approval (busy: they did not run), waits for running calls and their
-// records, then stops the workers and closes the audit log and the
-// store. It returns the store's close error.
 // closeRecordWait bounds how long Close waits for the calls that are
 // writing their audit records (an fsync each, shared).
 const closeRecordWait = 5 * time.Second
 
+// Close stops serving the control socket, ends the calls waiting for
+// approval (busy: they did not run), waits for running calls and their
+// records, then stops the workers and closes the audit log and the
+// store. It returns the store's close error.
 func (hm *Home) Close() error {
 	if hm.stopControl != nil {
 		hm.stopControl()

@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"regexp/syntax"
-	"sort"
 )
 
 // Text cost of validation.
@@ -148,35 +147,41 @@ func (w *textWalk) value(v any, set map[string]int64) bool {
 			flat[q] = satAdd(flat[q], satMul(m, k))
 		}
 	}
-	nodes := make([]string, 0, len(flat))
-	for p := range flat {
-		if w.a.nodes[p] != nil {
-			nodes = append(nodes, p)
+	// The keywords of every subschema that applies, with its multiplicity
+	// (the sums below do not depend on their order).
+	type applied struct {
+		t *textKeys
+		m int64
+	}
+	nodes := make([]applied, 0, len(flat))
+	for p, m := range flat {
+		if n := w.a.nodes[p]; n != nil {
+			nodes = append(nodes, applied{&n.text, m})
 		}
 	}
-	sort.Strings(nodes)
 	switch t := v.(type) {
 	case string:
 		var own int64
-		for _, p := range nodes {
-			own = satAdd(own, satMul(flat[p], w.a.nodes[p].text.own))
+		for _, a := range nodes {
+			own = satAdd(own, satMul(a.m, a.t.own))
 		}
 		return w.charge(len(t), own)
 	case map[string]any:
+		var key int64
+		for _, a := range nodes {
+			key = satAdd(key, satMul(a.m, a.t.key))
+		}
 		for k, child := range t {
 			cs, ns := map[string]int64{}, map[string]int64{}
-			var key int64
-			for _, p := range nodes {
-				m, tk := flat[p], &w.a.nodes[p].text
-				key = satAdd(key, satMul(m, tk.key))
-				for _, c := range tk.props[k] {
-					cs[c] = satAdd(cs[c], m)
+			for _, a := range nodes {
+				for _, c := range a.t.props[k] {
+					cs[c] = satAdd(cs[c], a.m)
 				}
-				for _, c := range tk.members {
-					cs[c] = satAdd(cs[c], m)
+				for _, c := range a.t.members {
+					cs[c] = satAdd(cs[c], a.m)
 				}
-				for _, c := range tk.names {
-					ns[c] = satAdd(ns[c], m)
+				for _, c := range a.t.names {
+					ns[c] = satAdd(ns[c], a.m)
 				}
 			}
 			if !w.charge(len(k), key) || !w.value(k, ns) || !w.value(child, cs) {
@@ -186,14 +191,13 @@ func (w *textWalk) value(v any, set map[string]int64) bool {
 	case []any:
 		for i, item := range t {
 			cs := map[string]int64{}
-			for _, p := range nodes {
-				m, tk := flat[p], &w.a.nodes[p].text
-				for _, c := range tk.items {
-					cs[c] = satAdd(cs[c], m)
+			for _, a := range nodes {
+				for _, c := range a.t.items {
+					cs[c] = satAdd(cs[c], a.m)
 				}
-				if i < len(tk.prefix) {
-					for _, c := range tk.prefix[i] {
-						cs[c] = satAdd(cs[c], m)
+				if i < len(a.t.prefix) {
+					for _, c := range a.t.prefix[i] {
+						cs[c] = satAdd(cs[c], a.m)
 					}
 				}
 			}

@@ -221,17 +221,21 @@ func (a *API) guard(next http.Handler, auth bool) http.Handler {
 			writeError(w, &toolerr.Error{Code: e.Code, Message: toolerr.Bound(e.Message)})
 			return
 		}
-		if n := len(r.Header.Values("Authorization")); auth && !a.opts.InsecureNoToken && n > 1 {
-			// Only the first was read before: the token and a second
-			// Authorization passed, a wrong one first did not.
-			a.log.Info("request refused", "reason", CodeUnauthorized, "path", strictjson.Shown(r.URL.Path), "remote", r.RemoteAddr)
-			writeError(w, toolerr.Errorf(CodeUnauthorized, "the request has %d Authorization headers; send exactly one, \"Authorization: Bearer <token>\"", n))
-			return
-		}
-		if auth && !a.opts.InsecureNoToken && !a.authorized(r) {
-			a.log.Info("request refused", "reason", CodeUnauthorized, "path", strictjson.Shown(r.URL.Path), "remote", r.RemoteAddr)
-			writeError(w, toolerr.Errorf(CodeUnauthorized, "missing or wrong bearer token: send the header \"Authorization: Bearer <token>\" with the token from $TOOLHOST_HOME/token (or TOOLHOST_TOKEN)"))
-			return
+		if auth && !a.opts.InsecureNoToken {
+			var refused *toolerr.Error
+			if n := len(r.Header.Values("Authorization")); n > 1 {
+				// Only one may be read: with the first alone, the token
+				// and a second Authorization passed, a wrong one first
+				// did not.
+				refused = toolerr.Errorf(CodeUnauthorized, "the request has %d Authorization headers; send exactly one, \"Authorization: Bearer <token>\"", n)
+			} else if !a.authorized(r) {
+				refused = toolerr.Errorf(CodeUnauthorized, "missing or wrong bearer token: send the header \"Authorization: Bearer <token>\" with the token from $TOOLHOST_HOME/token (or TOOLHOST_TOKEN)")
+			}
+			if refused != nil {
+				a.log.Info("request refused", "reason", CodeUnauthorized, "path", strictjson.Shown(r.URL.Path), "remote", r.RemoteAddr)
+				writeError(w, refused)
+				return
+			}
 		}
 		next.ServeHTTP(w, r)
 	})

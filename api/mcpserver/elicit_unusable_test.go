@@ -4,14 +4,10 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"net/http/httptest"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
-
-	"github.com/toolhost/toolhost/host/govern"
 )
 
 // unusableAnswers are elicitation answers that do not answer the approval
@@ -40,15 +36,8 @@ var unusableAnswers = []struct {
 // request …") and the call was audited as cancelled by its caller, though
 // the caller was there and its client had answered.
 func TestUnusableElicitationAnswerDenies(t *testing.T) {
-	approvals := &govern.Approvals{Timeout: time.Minute}
-	b := &askingBackend{fakeBackend: newFake(tool("delete_note", `{"type":"object"}`)), approvals: approvals}
-	s := New(b, "1")
-	defer s.Close()
-	srv := httptest.NewServer(s.Handler(HTTPOptions{}))
-	defer srv.Close()
-	defer s.CloseSessions()
-
-	for _, where := range []string{"stdio", srv.URL} {
+	s, url, approvals := askingHTTP(t, "delete_note")
+	for _, where := range []string{"stdio", url} {
 		over := "http"
 		if where == "stdio" {
 			over = where
@@ -75,10 +64,10 @@ func TestUnusableElicitationAnswerDenies(t *testing.T) {
 	// not fit the form is not a "no" from the user either.
 	for _, content := range []map[string]any{{"approve": "yes"}, {}, {"approve": nil}} {
 		args := map[string]any{"id": "2"}
-		_, msg := statelessCall(t, srv.URL, "delete_note", map[string]any{"arguments": args})
+		_, msg := statelessCall(t, url, "delete_note", map[string]any{"arguments": args})
 		state, _ := resultOf(t, msg)["requestState"].(string)
 		answer := map[string]any{approvalKey: map[string]any{"action": "accept", "content": content}}
-		_, msg = statelessCall(t, srv.URL, "delete_note", map[string]any{"arguments": args, "requestState": state, "inputResponses": answer})
+		_, msg = statelessCall(t, url, "delete_note", map[string]any{"arguments": args, "requestState": state, "inputResponses": answer})
 		blocks, _ := resultOf(t, msg)["content"].([]any)
 		if len(blocks) != 1 {
 			t.Fatalf("answer %v: %v; want one content block", content, msg)

@@ -3,12 +3,14 @@ package mcpserver
 import (
 	"context"
 	"encoding/json"
+	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/toolhost/toolhost/host"
 	"github.com/toolhost/toolhost/host/govern"
 	"github.com/toolhost/toolhost/plugin"
 )
@@ -89,6 +91,23 @@ func TestElicitationDecidesApproval(t *testing.T) {
 type askingBackend struct {
 	*fakeBackend
 	approvals *govern.Approvals
+}
+
+// askingHTTP serves the tools named over MCP (stdio through s, HTTP at
+// url), each call asking approvals; everything stops at the test's end.
+func askingHTTP(t *testing.T, tools ...string) (s *Server, url string, approvals *govern.Approvals) {
+	t.Helper()
+	approvals = &govern.Approvals{Timeout: time.Minute}
+	var ts []host.ToolInfo
+	for _, name := range tools {
+		ts = append(ts, tool(name, `{"type":"object"}`))
+	}
+	s = New(&askingBackend{fakeBackend: newFake(ts...), approvals: approvals}, "1")
+	t.Cleanup(s.Close)
+	srv := httptest.NewServer(s.Handler(HTTPOptions{}))
+	t.Cleanup(srv.Close)
+	t.Cleanup(s.CloseSessions)
+	return s, srv.URL, approvals
 }
 
 func (b *askingBackend) Call(ctx context.Context, tool string, args []byte) (json.RawMessage, error) {

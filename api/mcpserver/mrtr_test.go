@@ -24,13 +24,7 @@ import (
 // input-required result (SEP-2322) that the client answers by retrying.
 // The user's answer decides the call.
 func TestApprovalOverHTTPBothRevisions(t *testing.T) {
-	approvals := &govern.Approvals{Timeout: time.Minute}
-	b := &askingBackend{fakeBackend: newFake(tool("delete_note", `{"type":"object"}`)), approvals: approvals}
-	s := New(b, "1")
-	defer s.Close()
-	srv := httptest.NewServer(s.Handler(HTTPOptions{}))
-	defer srv.Close()
-	defer s.CloseSessions()
+	s, url, _ := askingHTTP(t, "delete_note")
 
 	for _, version := range []string{"2025-11-25", statelessRevision} {
 		t.Run(version, func(t *testing.T) {
@@ -40,7 +34,7 @@ func TestApprovalOverHTTPBothRevisions(t *testing.T) {
 				approve := strings.Contains(req.Params.Message, `"id":"1"`)
 				return &mcp.ElicitResult{Action: "accept", Content: map[string]any{"approve": approve, "reason": "checked"}}, nil
 			}}
-			cs := connectAt(t, s, srv.URL, version, opts)
+			cs := connectAt(t, s, url, version, opts)
 			for _, tc := range []struct{ id, want string }{
 				{"1", `{"approved":true,"by":"mcp-client","reason":"checked"}`},
 				{"2", `{"approved":false,"by":"mcp-client","reason":"checked"}`},
@@ -108,15 +102,10 @@ func resultOf(t *testing.T, msg map[string]any) map[string]any {
 // its own caller; a retry without an answer is asked again; the right
 // retry gets the call's result.
 func TestMRTRApprovalStateChecked(t *testing.T) {
-	approvals := &govern.Approvals{Timeout: time.Minute}
-	b := &askingBackend{fakeBackend: newFake(tool("delete_note", `{"type":"object"}`), tool("delete_all", `{"type":"object"}`)), approvals: approvals}
-	s := New(b, "1")
-	defer s.Close()
-	srv := httptest.NewServer(s.Handler(HTTPOptions{}))
-	defer srv.Close()
+	_, url, approvals := askingHTTP(t, "delete_note", "delete_all")
 
 	args := map[string]any{"id": "7"}
-	status, msg := statelessCall(t, srv.URL, "delete_note", map[string]any{"arguments": args})
+	status, msg := statelessCall(t, url, "delete_note", map[string]any{"arguments": args})
 	first := resultOf(t, msg)
 	state, _ := first["requestState"].(string)
 	ask, _ := first["inputRequests"].(map[string]any)[approvalKey].(map[string]any)
@@ -127,7 +116,7 @@ func TestMRTRApprovalStateChecked(t *testing.T) {
 
 	refused := func(name, tool string, params map[string]any) {
 		t.Helper()
-		status, msg := statelessCall(t, srv.URL, tool, params)
+		status, msg := statelessCall(t, url, tool, params)
 		e, _ := msg["error"].(map[string]any)
 		if status != http.StatusBadRequest || e["code"] != float64(-32602) || !strings.Contains(e["message"].(string), "requestState") {
 			t.Errorf("%s: %d %v; want 400 with -32602 naming requestState", name, status, msg)
@@ -140,12 +129,12 @@ func TestMRTRApprovalStateChecked(t *testing.T) {
 	refused("state of another tool's call", "delete_all", map[string]any{"arguments": args, "requestState": state, "inputResponses": approve})
 	refused("other arguments", "delete_note", map[string]any{"arguments": map[string]any{"id": "8"}, "requestState": state, "inputResponses": approve})
 
-	_, msg = statelessCall(t, srv.URL, "delete_note", map[string]any{"arguments": args, "requestState": state, "inputResponses": map[string]any{"wrong_key": map[string]any{"action": "accept", "content": map[string]any{}}}})
+	_, msg = statelessCall(t, url, "delete_note", map[string]any{"arguments": args, "requestState": state, "inputResponses": map[string]any{"wrong_key": map[string]any{"action": "accept", "content": map[string]any{}}}})
 	if again := resultOf(t, msg); again["resultType"] != "input_required" || again["requestState"] != state {
 		t.Errorf("retry without an answer: %v; want the same approval asked again", msg)
 	}
 
-	_, msg = statelessCall(t, srv.URL, "delete_note", map[string]any{"arguments": map[string]any{"id": "7"}, "requestState": state, "inputResponses": approve})
+	_, msg = statelessCall(t, url, "delete_note", map[string]any{"arguments": map[string]any{"id": "7"}, "requestState": state, "inputResponses": approve})
 	done := resultOf(t, msg)
 	content, _ := done["content"].([]any)
 	if done["resultType"] != "complete" || len(content) != 1 || !strings.Contains(content[0].(map[string]any)["text"].(string), `"approved":true`) {
@@ -153,7 +142,7 @@ func TestMRTRApprovalStateChecked(t *testing.T) {
 	}
 	refused = func(name, tool string, params map[string]any) {
 		t.Helper()
-		status, msg := statelessCall(t, srv.URL, tool, params)
+		status, msg := statelessCall(t, url, tool, params)
 		if e, _ := msg["error"].(map[string]any); status != http.StatusBadRequest || e["code"] != float64(-32602) {
 			t.Errorf("%s: %d %v; want 400 with -32602", name, status, msg)
 		}

@@ -139,7 +139,11 @@ func TestWaitingForACoreIsNotLong(t *testing.T) {
 		// as often as a request of any length is.
 		wd := &watchdog{p: p, w: w, kind: kind}
 		for range 20 {
-			wd.lowerIfLong()
+			_, cpu, ok := usage(pid)
+			if !ok {
+				t.Fatal("no CPU time for the stopped worker")
+			}
+			wd.lowerIfLong(cpu)
 		}
 		if w.lowered.Load() || w.retire.Load() {
 			t.Fatalf("kind %d: a worker that used no CPU was lowered (%v) or marked for retirement (%v)", kind, w.lowered.Load(), w.retire.Load())
@@ -175,7 +179,7 @@ func TestLoadLoweredWorkerKeepsItsModuleAndPriorityComesBack(t *testing.T) {
 
 	// A load's watchdog that has seen an hour of CPU since its base.
 	wd := &watchdog{p: p, w: w, kind: kindLoad, cpuBase: -time.Hour, cpuBaseSet: true}
-	wd.lowerIfLong()
+	wd.lowerIfLong(0)
 	if !w.lowered.Load() || w.retire.Load() {
 		t.Fatalf("after a long load: lowered %v, retire %v; want lowered and kept", w.lowered.Load(), w.retire.Load())
 	}

@@ -180,27 +180,18 @@ const workerNice = 5
 // raise it (watchdog.restoreAfterLoad).
 const longCall = 100 * time.Millisecond
 
-// lowerPriority sets every thread of the worker whose process group is
-// pgid (it leads its own) workerNice levels below the calling thread's
-// priority; threads it starts later inherit it.
-func lowerPriority(pgid int) error {
+// setPriorityBelowHost sets every thread of the worker whose process
+// group is pgid (it leads its own) levels nice levels below the calling
+// thread's priority (at most nice 19); threads it starts later inherit it.
+// Raising it back (levels 0 after workerNice) fails with EACCES where the
+// host may not raise a priority (not root, no RLIMIT_NICE that allows it).
+func setPriorityBelowHost(pgid, levels int) error {
 	// The raw getpriority answers 20 - nice, 1 (nice 19) to 40 (-20).
 	prio, err := unix.Getpriority(unix.PRIO_PROCESS, 0)
 	if err != nil {
 		return err
 	}
-	return unix.Setpriority(unix.PRIO_PGRP, pgid, min(20-prio+workerNice, 19))
-}
-
-// restorePriority sets every thread of the worker whose process group is
-// pgid back to the calling thread's priority; it fails (EACCES) where the
-// host may not raise a priority.
-func restorePriority(pgid int) error {
-	prio, err := unix.Getpriority(unix.PRIO_PROCESS, 0)
-	if err != nil {
-		return err
-	}
-	return unix.Setpriority(unix.PRIO_PGRP, pgid, 20-prio)
+	return unix.Setpriority(unix.PRIO_PGRP, pgid, min(20-prio+levels, 19))
 }
 
 // wait reaps w, counts a crash, and drops it from the pool (which starts a

@@ -177,7 +177,7 @@ func (wd *watchdog) checkRSS() {
 	if over {
 		return
 	}
-	rss := residentBytes(wd.w.cmd.Process.Pid)
+	rss, cpu, ok := usage(wd.w.cmd.Process.Pid)
 	wd.p.notePeak(rss)
 	if rss > wd.p.opts.MaxRSSBytes {
 		wd.p.notePeak(peakResidentBytes(wd.w.cmd.Process.Pid))
@@ -185,7 +185,9 @@ func (wd *watchdog) checkRSS() {
 		return
 	}
 	wd.noteRSS(rss)
-	wd.lowerIfLong()
+	if ok {
+		wd.lowerIfLong(cpu)
+	}
 	wd.mu.Lock()
 	if !wd.over {
 		wd.rss.Reset(rssEvery)
@@ -203,15 +205,12 @@ func (wd *watchdog) checkRSS() {
 // answers and 383 busy or timeout (RATIONALE.md, "A worker is lowered for
 // the CPU its request used, not for waiting"). The CPU is counted from the
 // request's first memory check (rssEvery in), which short calls never
-// reach. A worker lowered by a call is retired after it; one lowered by a
-// load keeps the module it loaded, at the lower priority.
-func (wd *watchdog) lowerIfLong() {
+// reach; used is the worker's CPU time now. A worker lowered by a call is
+// retired after it; one lowered by a load keeps the module it loaded
+// (restoreAfterLoad).
+func (wd *watchdog) lowerIfLong(used time.Duration) {
 	w := wd.w
 	if w.lowered.Load() {
-		return
-	}
-	used, ok := cpuTime(w.cmd.Process.Pid)
-	if !ok {
 		return
 	}
 	if !wd.cpuBaseSet {
@@ -225,7 +224,7 @@ func (wd *watchdog) lowerIfLong() {
 		w.retire.Store(true) // replaced after this request
 	}
 	w.lowered.Store(true)
-	if err := lowerPriority(w.cmd.Process.Pid); err != nil {
+	if err := setPriorityBelowHost(w.cmd.Process.Pid, workerNice); err != nil {
 		wd.p.log.Warn("cannot lower a long-running sandbox worker's CPU priority", "err", err)
 	}
 }
@@ -241,7 +240,7 @@ func (wd *watchdog) restoreAfterLoad() {
 	if !w.lowered.Load() || w.retire.Load() || !w.alive() {
 		return
 	}
-	if restorePriority(w.cmd.Process.Pid) == nil {
+	if setPriorityBelowHost(w.cmd.Process.Pid, 0) == nil {
 		w.lowered.Store(false)
 	}
 }
@@ -250,25 +249,27 @@ func (wd *watchdog) restoreAfterLoad() {
 // every Linux architecture's /proc ABI).
 const clockTicks = 100
 
-// cpuTime is the user plus system CPU time process pid has used, from
-// /proc/PID/stat (fields 14 and 15, counted after the command's closing
-// parenthesis, which may itself hold spaces).
-func cpuTime(pid int) (time.Duration, bool) {
+// usage is process pid's resident memory and user plus system CPU time,
+// from one read of /proc/PID/stat (fields 24, 14 and 15, counted after
+// the command's closing parenthesis, which may itself hold spaces); ok is
+// false once the process is gone.
+func usage(pid int) (rss int64, cpu time.Duration, ok bool) {
 	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
 	if err != nil {
-		return 0, false
+		return 0, 0, false
 	}
 	s := string(b)
 	fields := strings.Fields(s[strings.LastIndexByte(s, ')')+1:])
-	if len(fields) < 13 {
-		return 0, false
+	if len(fields) < 22 {
+		return 0, 0, false
 	}
 	user, err1 := strconv.ParseInt(fields[11], 10, 64)
 	sys, err2 := strconv.ParseInt(fields[12], 10, 64)
-	if err1 != nil || err2 != nil {
-		return 0, false
+	pages, err3 := strconv.ParseInt(fields[21], 10, 64)
+	if err1 != nil || err2 != nil || err3 != nil {
+		return 0, 0, false
 	}
-	return time.Duration(user+sys) * time.Second / clockTicks, true
+	return pages * int64(os.Getpagesize()), time.Duration(user+sys) * time.Second / clockTicks, true
 }
 
 // cancelled is the watchdog run when ctx ends: if its caller went away,
@@ -372,14 +373,6 @@ func parseStatusKB(status []byte, name string) int64 {
 }
 
 func residentBytes(pid int) int64 {
-	data, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/statm")
-	if err != nil {
-		return 0
-	}
-	fields := strings.Fields(string(data))
-	if len(fields) < 2 {
-		return 0
-	}
-	pages, _ := strconv.ParseInt(fields[1], 10, 64)
-	return pages * int64(os.Getpagesize())
+	rss, _, _ := usage(pid)
+	return rss
 }
